@@ -1,0 +1,109 @@
+// gpushare-run: runs a command under the interposer, with a QoS class and
+// limits. It execs (like nice(1) and env(1)), so the command keeps this
+// process's pid, signals and exit status.
+//
+// Exit status: the command's own; 125 when gpushare-run fails itself, usage
+// errors included; 126 when the command cannot run; 127 when it is not found.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/diag.h"
+#include "common/exit_status.h"
+#include "runner/launch.h"
+
+namespace {
+
+namespace exit_status = gpushare::exit_status;
+
+struct RunOptions {
+  gpushare::RunRequest request;
+};
+
+std::string own_executable() {
+  std::vector<char> buffer(4096);
+  ssize_t length = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
+  if (length <= 0) return {};
+  return std::string(buffer.data(), static_cast<std::size_t>(length));
+}
+
+bool file_exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+int exec_command(const gpushare::LaunchPlan& plan) {
+  for (const auto& [key, value] : plan.environment) setenv(key.c_str(), value.c_str(), 1);
+  std::vector<char*> argv;
+  for (const std::string& word : plan.argv) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  // Only reached when exec failed.
+  int error = errno;
+  gpushare::diag::error("'" + plan.argv[0] + "': " + std::strerror(error));
+  return error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute;
+}
+
+int run(RunOptions& options) {
+  // Properties (-p KEY=VALUE) refine the named options.
+  if (gpushare::Status ok = gpushare::apply_properties(options.request); !ok) {
+    gpushare::diag::error(ok.error().message);
+    return exit_status::kRunFailed;
+  }
+  // Find the interposer next to this executable, as installed.
+  gpushare::Result<gpushare::InstallPaths> paths =
+      gpushare::locate_install(own_executable(), std::getenv, file_exists);
+  if (!paths) {
+    gpushare::diag::error(paths.error().message);
+    return exit_status::kRunFailed;
+  }
+  // Decide the environment; every setting is validated before exec.
+  gpushare::Result<gpushare::LaunchPlan> plan =
+      gpushare::plan_launch(options.request, *paths, std::getenv);
+  if (!plan) {
+    gpushare::diag::error(plan.error().message);
+    return exit_status::kRunFailed;
+  }
+  return exec_command(*plan);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gpushare::diag::set_program_name("gpushare-run");
+  CLI::App app{"Run a command on a shared GPU, with a QoS class and limits.", "gpushare-run"};
+  gpushare::cli::configure(app, "gpushare-run");
+  // Options stop at the first word of the command (getopt's "+").
+  app.positionals_at_end();
+  RunOptions options;
+  gpushare::RunRequest& request = options.request;
+  bool production = false;
+  bool opportunistic = false;
+  CLI::Option* production_flag =
+      app.add_flag("--production", production, "Keep solo speed (the default)");
+  app.add_flag("--opportunistic", opportunistic, "Harvest idle GPU time and memory; yield")
+      ->excludes(production_flag);
+  app.add_option("--mem-limit", request.mem_limit, "Memory limit: 8GiB, 512MiB, bytes or 50%")
+      ->type_name("SIZE");
+  app.add_option("--gpu", request.gpu, "Run on this GPU (index or UUID)")->type_name("N");
+  app.add_option("--name", request.name, "Job name (default: the command's name)")
+      ->type_name("NAME");
+  app.add_flag("--sim", request.sim, "Use the simulated GPU");
+  app.add_option("-p,--property", request.properties, "Set a property (repeatable)")
+      ->type_name("KEY=VALUE");
+  app.add_option("command", request.command, "The command and its arguments")
+      ->required()
+      ->type_name("COMMAND [ARG]");
+
+  if (auto status = gpushare::cli::parse(app, argc, argv, exit_status::kRunFailed)) {
+    return *status;
+  }
+  request.qos = opportunistic ? gpushare::Qos::kOpportunistic : gpushare::Qos::kProduction;
+  return run(options);
+}

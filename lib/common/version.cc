@@ -1,0 +1,7 @@
+#include "common/version.h"
+
+namespace gpushare {
+
+const char* version() { return GPUSHARE_VERSION; }
+
+}  // namespace gpushare

@@ -1,0 +1,58 @@
+// What gpushare-run does before exec, as a pure function: from the request
+// and the current environment to the variables to set and the argv to run.
+// Keeping it free of exec and getenv makes every rule unit-testable.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpushare {
+
+enum class Qos { kProduction, kOpportunistic };
+const char* qos_name(Qos qos);
+
+struct RunRequest {
+  Qos qos = Qos::kProduction;
+  std::optional<std::string> mem_limit;  ///< a size as the user wrote it
+  std::optional<std::string> gpu;        ///< an index or a GPU UUID
+  std::optional<std::string> name;
+  std::optional<std::string> log_level;
+  bool sim = false;
+  std::vector<std::string> properties;  ///< KEY=VALUE, applied after the named options
+  std::vector<std::string> command;
+};
+
+/// Where the installed pieces are.
+struct InstallPaths {
+  std::string interposer;  ///< libgpushare-interpose.so
+  std::string sim_dir;     ///< directory holding the simulated libcuda.so.1
+};
+
+struct LaunchPlan {
+  std::vector<std::pair<std::string, std::string>> environment;  ///< to set, in order
+  std::vector<std::string> argv;
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+/// Applies -p KEY=VALUE properties to the request (qos, mem-limit, name,
+/// gpu, log). An unknown key or a bad value is an Error naming it.
+Status apply_properties(RunRequest& request);
+
+/// Validates the request and computes the environment and argv.
+Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& paths,
+                               const GetEnv& getenv);
+
+/// Finds the interposer and the simulated driver relative to the running
+/// executable (like `mold -run`): GPUSHARE_INTERPOSER overrides; then
+/// EXE_DIR/libgpushare-interpose.so, EXE_DIR/../lib/gpushare/, and
+/// EXE_DIR/../<libdir>/gpushare/.
+Result<InstallPaths> locate_install(const std::string& executable_path, const GetEnv& getenv,
+                                    const std::function<bool(const std::string&)>& exists);
+
+}  // namespace gpushare
