@@ -55,7 +55,9 @@ SizeError parse_decimal_prefix(std::string_view text, SizeSpec* spec, std::strin
     }
   }
   if (digits == 0) return SizeError::kNoNumber;
-  *rest = text.substr(pos);
+  // remove_prefix, not substr: substr may throw, and this code links without libstdc++.
+  text.remove_prefix(pos);
+  *rest = text;
   return SizeError::kNone;
 }
 

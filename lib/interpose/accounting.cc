@@ -1,0 +1,179 @@
+#include "interpose/accounting.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+namespace gpushare::interpose {
+
+bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
+  std::uint64_t held = held_.load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint64_t wanted;
+    if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
+    if (held_.compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
+                                    std::memory_order_relaxed)) {
+      note_peak(wanted);
+      return true;
+    }
+  }
+}
+
+void DeviceBudget::charge(std::uint64_t bytes) {
+  note_peak(held_.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+}
+
+void DeviceBudget::release(std::uint64_t bytes) {
+  std::uint64_t held = held_.load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint64_t next = held > bytes ? held - bytes : 0;
+    if (held_.compare_exchange_weak(held, next, std::memory_order_acq_rel,
+                                    std::memory_order_relaxed)) {
+      return;
+    }
+  }
+}
+
+void DeviceBudget::reset() {
+  held_.store(0, std::memory_order_relaxed);
+  peak_.store(0, std::memory_order_relaxed);
+}
+
+void DeviceBudget::note_peak(std::uint64_t held) {
+  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (held > peak &&
+         !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
+  }
+}
+
+MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
+                        std::uint64_t physical_free, std::uint64_t held) {
+  MemoryView view;
+  view.total = limit < physical_total ? limit : physical_total;
+  view.used = held;
+  view.free = view.total > held ? view.total - held : 0;
+  if (view.free > physical_free) view.free = physical_free;
+  return view;
+}
+
+namespace {
+
+// Fibonacci hashing spreads pointer keys, whose low bits are often zero.
+inline std::size_t hash_key(std::uint64_t key, std::size_t capacity) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & (capacity - 1);
+}
+
+class Lock {
+ public:
+  explicit Lock(pthread_mutex_t* mutex) : mutex_(mutex) { pthread_mutex_lock(mutex_); }
+  ~Lock() { pthread_mutex_unlock(mutex_); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  pthread_mutex_t* mutex_;
+};
+
+}  // namespace
+
+std::size_t AllocationTable::index_of(std::uint64_t key) const {
+  std::size_t index = hash_key(key, capacity_);
+  while (slots_[index].key != 0 && slots_[index].key != key) index = (index + 1) & (capacity_ - 1);
+  return index;
+}
+
+bool AllocationTable::grow_locked() {
+  std::size_t new_capacity = capacity_ == 0 ? 1024 : capacity_ * 2;
+  void* memory = mmap(nullptr, new_capacity * sizeof(Slot), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return false;
+  Slot* old_slots = slots_;
+  std::size_t old_capacity = capacity_;
+  slots_ = static_cast<Slot*>(memory);  // zero-filled: all empty
+  capacity_ = new_capacity;
+  for (std::size_t i = 0; i < old_capacity; ++i) {
+    if (old_slots[i].key != 0) slots_[index_of(old_slots[i].key)] = old_slots[i];
+  }
+  if (old_slots != nullptr) munmap(old_slots, old_capacity * sizeof(Slot));
+  return true;
+}
+
+bool AllocationTable::insert(std::uint64_t key, const AllocationRecord& record) {
+  if (key == 0) return false;
+  Lock lock(&mutex_);
+  // Keep the load factor under 1/2 so probes stay short.
+  if ((count_ + 1) * 2 > capacity_ && !grow_locked()) return false;
+  std::size_t index = index_of(key);
+  if (slots_[index].key == 0) ++count_;
+  slots_[index] = Slot{key, record};
+  return true;
+}
+
+bool AllocationTable::find(std::uint64_t key, AllocationRecord* record) {
+  Lock lock(&mutex_);
+  if (capacity_ == 0 || key == 0) return false;
+  const Slot& slot = slots_[index_of(key)];
+  if (slot.key == 0) return false;
+  *record = slot.record;
+  return true;
+}
+
+bool AllocationTable::erase(std::uint64_t key, AllocationRecord* record) {
+  Lock lock(&mutex_);
+  if (capacity_ == 0 || key == 0) return false;
+  std::size_t index = index_of(key);
+  if (slots_[index].key == 0) return false;
+  *record = slots_[index].record;
+  erase_index_locked(index);
+  return true;
+}
+
+void AllocationTable::erase_index_locked(std::size_t hole) {
+  // Backward-shift deletion: move later members of the probe run into the
+  // hole when their home position allows it, so lookups never need tombstones.
+  std::size_t next = hole;
+  for (;;) {
+    next = (next + 1) & (capacity_ - 1);
+    if (slots_[next].key == 0) break;
+    std::size_t home = hash_key(slots_[next].key, capacity_);
+    // Is `home` cyclically outside (hole, next]? Then the entry may move.
+    bool movable = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next);
+    if (movable) {
+      slots_[hole] = slots_[next];
+      hole = next;
+    }
+  }
+  slots_[hole] = Slot{0, AllocationRecord{0, 0, 0}};
+  --count_;
+}
+
+void AllocationTable::erase_context(std::uint64_t context,
+                                    void (*released)(const AllocationRecord&)) {
+  Lock lock(&mutex_);
+  std::size_t index = 0;
+  while (index < capacity_) {
+    if (slots_[index].key != 0 && slots_[index].record.context == context) {
+      released(slots_[index].record);
+      // The shift may move an unvisited entry into this slot: look again.
+      erase_index_locked(index);
+      continue;
+    }
+    ++index;
+  }
+}
+
+std::size_t AllocationTable::size() {
+  Lock lock(&mutex_);
+  return count_;
+}
+
+void AllocationTable::clear() {
+  // After fork only one thread exists in the child; re-initialise the lock
+  // in case the parent held it at fork time.
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  std::memcpy(&mutex_, &fresh, sizeof fresh);
+  if (slots_ != nullptr) std::memset(slots_, 0, capacity_ * sizeof(Slot));
+  count_ = 0;
+}
+
+}  // namespace gpushare::interpose

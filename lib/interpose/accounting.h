@@ -1,0 +1,95 @@
+// Memory accounting of one job, per device.
+//
+// Reserve before allocate: an allocation first adds its size to the
+// device's held bytes with a compare-and-swap that refuses to pass the limit,
+// then calls the driver, and gives the bytes back if the driver fails. Two
+// threads can therefore never exceed the limit together, which a
+// check-then-allocate scheme cannot promise.
+//
+// The allocation table remembers the size and device of every allocation
+// we charged, keyed by device pointer or handle, so that frees give back
+// exactly what was charged and frees of memory we never saw pass through.
+// It is an open-addressing hash table with linear probing and
+// backward-shift deletion (no tombstones), guarded by one mutex: allocation
+// and free are not the launch path, and a mutex costs tens of nanoseconds
+// uncontended. Storage comes from mmap, never from libstdc++.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpushare::interpose {
+
+inline constexpr int kMaxDevices = 16;
+
+class DeviceBudget {
+ public:
+  /// Adds `bytes` to what is held unless that would pass `limit`.
+  bool try_reserve(std::uint64_t bytes, std::uint64_t limit);
+  /// Adds `bytes` whatever the limit (memory the driver took on its own,
+  /// such as a context's).
+  void charge(std::uint64_t bytes);
+  /// Gives bytes back; never goes below zero.
+  void release(std::uint64_t bytes);
+  std::uint64_t held() const { return held_.load(std::memory_order_relaxed); }
+  std::uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  void reset();
+
+ private:
+  void note_peak(std::uint64_t held);
+  std::atomic<std::uint64_t> held_{0};
+  std::atomic<std::uint64_t> peak_{0};
+};
+
+/// What a job is shown of a device's memory.
+struct MemoryView {
+  std::uint64_t total;
+  std::uint64_t free;
+  std::uint64_t used;
+};
+
+/// total = min(limit, physical); used = what the job holds; free = what is
+/// left of total, but never more than is physically free now (other jobs
+/// may hold the rest) and never negative.
+MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
+                        std::uint64_t physical_free, std::uint64_t held);
+
+struct AllocationRecord {
+  std::uint64_t bytes;
+  int device;
+  std::uint64_t context;  ///< the context it dies with, or 0
+};
+
+class AllocationTable {
+ public:
+  /// Records key -> (bytes, device); false when out of memory for the table
+  /// (the caller then treats the allocation as untracked).
+  bool insert(std::uint64_t key, const AllocationRecord& record);
+  /// Removes key; false when it was never recorded.
+  bool erase(std::uint64_t key, AllocationRecord* record);
+  bool find(std::uint64_t key, AllocationRecord* record);
+  std::size_t size();
+  /// Removes every record of `context`, calling `released` for each (under
+  /// the table's lock: it must not call back into the table).
+  void erase_context(std::uint64_t context, void (*released)(const AllocationRecord&));
+  /// Forgets everything (after fork: the child has no CUDA allocations).
+  void clear();
+
+ private:
+  struct Slot {
+    std::uint64_t key;  // 0 = empty (no allocation has address or handle 0)
+    AllocationRecord record;
+  };
+  void erase_index_locked(std::size_t hole);
+  bool grow_locked();
+  std::size_t index_of(std::uint64_t key) const;
+  pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  Slot* slots_ = nullptr;
+  std::size_t capacity_ = 0;  // a power of two
+  std::size_t count_ = 0;
+};
+
+}  // namespace gpushare::interpose

@@ -1,0 +1,169 @@
+// Initialisation and contexts.
+//
+// cuInit is where an invalid setting stops the job (never run unlimited by
+// mistake) and where the devices are enumerated.
+//
+// A context holds device memory of its own (hundreds of MiB on real GPUs)
+// that no allocation hook sees, yet it counts against the job's limit. We
+// measure it as the growth of this process's usage on the device, as NVML
+// reports it, across the context's creation (the process's own usage, so
+// other processes cannot disturb the measurement), charge it, and give it
+// back when the context is destroyed. Destroying a context also frees every
+// allocation made in it, so their charges go too.
+#include <pthread.h>
+
+#include "interpose/hooks.h"
+#include "interpose/log.h"
+
+using namespace gpushare::interpose;
+
+namespace {
+
+inline bool disabled() { return g_runtime.settings.disabled; }
+
+bool valid_device(int device) {
+  return device >= 0 && device < g_runtime.device_count.load(std::memory_order_acquire);
+}
+
+struct UsageProbe {
+  int device;
+  bool measured;
+  std::uint64_t before;
+};
+
+UsageProbe usage_before(int device) {
+  UsageProbe probe{device, false, 0};
+  if (valid_device(device)) probe.measured = process_device_usage(device, &probe.before);
+  return probe;
+}
+
+// Charges the growth since `probe` to the new context.
+void charge_context(const UsageProbe& probe, CUcontext context) {
+  if (!valid_device(probe.device)) return;
+  std::uint64_t after = 0, overhead = 0;
+  if (probe.measured && process_device_usage(probe.device, &after) && after > probe.before) {
+    overhead = after - probe.before;
+  }
+  g_runtime.devices[probe.device].budget.charge(overhead);
+  std::uint64_t key = reinterpret_cast<std::uint64_t>(context);
+  g_runtime.contexts.insert(key, AllocationRecord{overhead, probe.device, key});
+  GS_DEBUG("context %p on device %d holds %llu bytes of its own", static_cast<void*>(context),
+           probe.device, static_cast<unsigned long long>(overhead));
+}
+
+// Gives back a destroyed context's own memory and its allocations.
+void release_context(CUcontext context) {
+  std::uint64_t key = reinterpret_cast<std::uint64_t>(context);
+  release_context_allocations(key);
+  AllocationRecord record;
+  if (g_runtime.contexts.erase(key, &record) && valid_device(record.device)) {
+    g_runtime.devices[record.device].budget.release(record.bytes);
+  }
+}
+
+class ContextLock {
+ public:
+  ContextLock() { pthread_mutex_lock(&g_runtime.context_mutex); }
+  ~ContextLock() { pthread_mutex_unlock(&g_runtime.context_mutex); }
+  ContextLock(const ContextLock&) = delete;
+  ContextLock& operator=(const ContextLock&) = delete;
+};
+
+}  // namespace
+
+CUresult gs_cuInit(unsigned int flags) {
+  if (g_runtime.settings.error[0] != '\0' && !disabled()) {
+    GS_ERROR("%s; CUDA initialisation refused (see gpushare-run(1))", g_runtime.settings.error);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  GS_REAL(cuInit);
+  CUresult result = real(flags);
+  if (result == CUDA_SUCCESS && !disabled()) init_devices();
+  return result;
+}
+
+CUresult gs_cuCtxCreate_v2(CUcontext* context, unsigned int flags, CUdevice device) {
+  GS_REAL(cuCtxCreate_v2);
+  if (disabled()) return real(context, flags, device);
+  init_devices();
+  UsageProbe probe = usage_before(device);
+  CUresult result = real(context, flags, device);
+  if (result == CUDA_SUCCESS) charge_context(probe, *context);
+  return result;
+}
+
+CUresult gs_cuCtxCreate_v3(CUcontext* context, CUexecAffinityParam* params, int param_count,
+                           unsigned int flags, CUdevice device) {
+  GS_REAL(cuCtxCreate_v3);
+  if (disabled()) return real(context, params, param_count, flags, device);
+  init_devices();
+  UsageProbe probe = usage_before(device);
+  CUresult result = real(context, params, param_count, flags, device);
+  if (result == CUDA_SUCCESS) charge_context(probe, *context);
+  return result;
+}
+
+CUresult gs_cuCtxCreate_v4(CUcontext* context, CUctxCreateParams* params, unsigned int flags,
+                           CUdevice device) {
+  GS_REAL(cuCtxCreate_v4);
+  if (disabled()) return real(context, params, flags, device);
+  init_devices();
+  UsageProbe probe = usage_before(device);
+  CUresult result = real(context, params, flags, device);
+  if (result == CUDA_SUCCESS) charge_context(probe, *context);
+  return result;
+}
+
+CUresult gs_cuCtxDestroy_v2(CUcontext context) {
+  GS_REAL(cuCtxDestroy_v2);
+  if (disabled()) return real(context);
+  CUresult result = real(context);
+  if (result == CUDA_SUCCESS) release_context(context);
+  return result;
+}
+
+CUresult gs_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  GS_REAL(cuDevicePrimaryCtxRetain);
+  if (disabled()) return real(context, device);
+  init_devices();
+  if (!valid_device(device)) return real(context, device);
+  // The first retain creates the primary context; measure only that one.
+  ContextLock lock;
+  Device& state = g_runtime.devices[device];
+  UsageProbe probe = state.primary_retains == 0 ? usage_before(device) : UsageProbe{-1, false, 0};
+  CUresult result = real(context, device);
+  if (result != CUDA_SUCCESS) return result;
+  if (state.primary_retains++ == 0) {
+    state.primary_context = reinterpret_cast<std::uint64_t>(*context);
+    charge_context(probe, *context);
+  }
+  return result;
+}
+
+CUresult gs_cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  GS_REAL(cuDevicePrimaryCtxRelease_v2);
+  if (disabled() || !valid_device(device)) return real(device);
+  ContextLock lock;
+  CUresult result = real(device);
+  Device& state = g_runtime.devices[device];
+  if (result == CUDA_SUCCESS && state.primary_retains > 0 && --state.primary_retains == 0) {
+    release_context(reinterpret_cast<CUcontext>(state.primary_context));
+    state.primary_context = 0;
+  }
+  return result;
+}
+
+CUresult gs_cuDevicePrimaryCtxReset_v2(CUdevice device) {
+  GS_REAL(cuDevicePrimaryCtxReset_v2);
+  if (disabled() || !valid_device(device)) return real(device);
+  ContextLock lock;
+  CUresult result = real(device);
+  Device& state = g_runtime.devices[device];
+  if (result == CUDA_SUCCESS && state.primary_context != 0) {
+    // Every allocation of the primary context is gone, and the context with them.
+    release_context(reinterpret_cast<CUcontext>(state.primary_context));
+    state.primary_context = 0;
+    state.primary_retains = 0;
+  }
+  return result;
+}

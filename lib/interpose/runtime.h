@@ -1,0 +1,94 @@
+// The interposer's process-wide state and its access to the real driver.
+//
+// Everything lives in one constant-initialised object (no constructors run
+// at load, no libstdc++), filled in three lazy steps:
+//   1. settings: read from the environment once, when the library loads;
+//   2. the real driver: dlopen("libcuda.so.1") and resolve every wrapped
+//      entry point, at the first call through any hook (the CUDA runtime
+//      resolves entry points before cuInit, so this cannot wait for cuInit);
+//   3. the devices (count, UUIDs, capacities, limits): after the real cuInit
+//      succeeds.
+// Hot paths test one pointer or one flag and go on.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "interpose/accounting.h"
+#include "interpose/settings.h"
+
+#define GS_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpushare::interpose {
+
+/// The real driver's entry points: one slot per wrapped variant, plus the
+/// few we call without wrapping.
+struct RealDriver {
+#define GS_HOOK(symbol, type) type real_##symbol = nullptr;
+#include "interpose/hooks.def"
+#undef GS_HOOK
+  PFN_cuCtxGetDevice_v2000 real_cuCtxGetDevice = nullptr;
+  PFN_cuCtxGetCurrent_v4000 real_cuCtxGetCurrent = nullptr;
+  PFN_cuDeviceGetCount_v2000 real_cuDeviceGetCount = nullptr;
+  PFN_cuDeviceGet_v2000 real_cuDeviceGet = nullptr;
+  PFN_cuDeviceGetUuid_v11040 real_cuDeviceGetUuid_v2 = nullptr;
+};
+
+struct Device {
+  CUuuid uuid{};
+  std::uint64_t physical_total = 0;
+  std::uint64_t start_limit = kNoLimit;  ///< from GPUSHARE_MEM_LIMIT, or kNoLimit
+  DeviceBudget budget;
+  int primary_retains = 0;  ///< guarded by Runtime::context_mutex
+  std::uint64_t primary_context = 0;
+};
+
+struct Runtime {
+  Settings settings;
+  RealDriver real;
+  void* libcuda = nullptr;
+  std::atomic<bool> driver_loaded{false};
+  std::atomic<int> device_count{-1};  ///< -1 until cuInit succeeded
+  Device devices[kMaxDevices];
+  std::atomic<std::uint64_t> launches{0};
+  AllocationTable allocations;  ///< device pointers: plain, pitch, managed, async
+  AllocationTable handles;      ///< VMM handles and arrays
+  AllocationTable contexts;     ///< ordinary contexts -> their own memory
+  pthread_mutex_t context_mutex = PTHREAD_MUTEX_INITIALIZER;
+};
+
+extern Runtime g_runtime;
+
+/// Step 2: loads the real driver once. False if it cannot be loaded.
+bool ensure_driver_loaded();
+inline bool driver_ready() {
+  return g_runtime.driver_loaded.load(std::memory_order_acquire) || ensure_driver_loaded();
+}
+
+/// Step 3, after a successful real cuInit: devices, capacities, limits.
+void init_devices();
+
+/// The device index of the calling thread's current context, or -1.
+int current_device();
+/// The calling thread's current context, or 0.
+std::uint64_t current_context();
+
+/// The limit in force on a device: the coordinator's when it set one,
+/// else the job's starting limit.
+std::uint64_t effective_limit(int device);
+
+/// This process's device memory as the driver's NVML sees it (contexts
+/// included), or false where NVML cannot tell.
+bool process_device_usage(int device, std::uint64_t* bytes);
+
+/// Maps an NVML UUID string ("GPU-xxxxxxxx-xxxx-...") to a device index,
+/// -1 when it is not one of this process's CUDA devices.
+int device_of_uuid_string(const char* text);
+
+/// Releases the charges of every allocation made in `context` (destroyed).
+void release_context_allocations(std::uint64_t context);
+
+}  // namespace gpushare::interpose

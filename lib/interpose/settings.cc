@@ -1,0 +1,117 @@
+#include "interpose/settings.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace gpushare::interpose {
+namespace {
+
+const char* size_error_text(SizeError error) {
+  switch (error) {
+    case SizeError::kEmpty: return "it is empty";
+    case SizeError::kNegative: return "it is negative";
+    case SizeError::kNoNumber: return "expected a number first";
+    case SizeError::kTooLarge: return "the number is too large";
+    case SizeError::kFractionOfByte: return "it has a fraction of a byte";
+    case SizeError::kUnknownUnit: return "unknown unit (use B, KiB, MiB, GiB, TiB, K, M, G, T, KB, MB, GB, TB or %)";
+    case SizeError::kOverflow: return "it does not fit in 64 bits";
+    case SizeError::kPercentNoCapacity: return "a percentage needs a device";
+    case SizeError::kPercentOverHundred: return "it is more than 100%";
+    case SizeError::kNone: break;
+  }
+  return "invalid";
+}
+
+void copy_bounded(char* destination, std::size_t capacity, const char* source) {
+  std::size_t length = std::strlen(source);
+  if (length >= capacity) length = capacity - 1;
+  std::memcpy(destination, source, length);
+  destination[length] = '\0';
+}
+
+}  // namespace
+
+const char* qos_name(QosClass qos) {
+  return qos == QosClass::kOpportunistic ? "opportunistic" : "production";
+}
+
+void read_settings(GetEnvFunction getenv, Settings* settings) {
+  *settings = Settings{};
+  const char* disable = getenv("GPUSHARE_DISABLE");
+  settings->disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
+
+  if (const char* level = getenv("GPUSHARE_LOG"); level != nullptr && *level != '\0') {
+    std::string_view text(level);
+    if (text == "error") {
+      settings->log_level = LogLevel::kError;
+    } else if (text == "warning") {
+      settings->log_level = LogLevel::kWarning;
+    } else if (text == "info") {
+      settings->log_level = LogLevel::kInfo;
+    } else if (text == "debug") {
+      settings->log_level = LogLevel::kDebug;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_LOG '%s': expected error, warning, info or debug", level);
+      return;
+    }
+  }
+
+  if (const char* qos = getenv("GPUSHARE_QOS"); qos != nullptr && *qos != '\0') {
+    if (std::strcmp(qos, "production") == 0) {
+      settings->qos = QosClass::kProduction;
+    } else if (std::strcmp(qos, "opportunistic") == 0) {
+      settings->qos = QosClass::kOpportunistic;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_QOS '%s': expected production or opportunistic", qos);
+      return;
+    }
+  }
+
+  if (const char* limit = getenv("GPUSHARE_MEM_LIMIT"); limit != nullptr) {
+    std::string_view unit;
+    SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);
+    // A percentage is checked against a nominal 1 TiB device here; the real
+    // capacity is applied per device once CUDA is initialised.
+    std::uint64_t probe = 0;
+    if (error == SizeError::kNone) {
+      error = resolve_size(settings->mem_limit, true, 1ull << 40, &probe);
+    }
+    if (error != SizeError::kNone) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_MEM_LIMIT '%s': %s", limit, size_error_text(error));
+      return;
+    }
+    if (probe == 0) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_MEM_LIMIT '%s': must be above 0", limit);
+      return;
+    }
+    settings->has_mem_limit = true;
+  }
+
+  const char* job = getenv("GPUSHARE_JOB");
+  copy_bounded(settings->job_name, sizeof settings->job_name,
+               job != nullptr && *job != '\0' ? job : "unnamed");
+  if (const char* socket = getenv("GPUSHARE_SOCKET"); socket != nullptr) {
+    if (std::strlen(socket) >= sizeof settings->socket_path) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "GPUSHARE_SOCKET is longer than %zu bytes", sizeof settings->socket_path - 1);
+      return;
+    }
+    copy_bounded(settings->socket_path, sizeof settings->socket_path, socket);
+  }
+}
+
+std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total) {
+  if (!settings.has_mem_limit) return kNoLimit;
+  std::uint64_t bytes = kNoLimit;
+  if (resolve_size(settings.mem_limit, true, physical_total, &bytes) != SizeError::kNone) {
+    return kNoLimit;  // unreachable: validated in read_settings
+  }
+  return bytes;
+}
+
+}  // namespace gpushare::interpose

@@ -1,0 +1,133 @@
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "interpose/accounting.h"
+
+using gpushare::interpose::AllocationRecord;
+using gpushare::interpose::AllocationTable;
+using gpushare::interpose::DeviceBudget;
+using gpushare::interpose::virtual_view;
+
+TEST_CASE("the budget refuses what would pass the limit and rolls back", "[interpose]") {
+  DeviceBudget budget;
+  CHECK(budget.try_reserve(600, 1000));
+  CHECK_FALSE(budget.try_reserve(401, 1000));
+  CHECK(budget.try_reserve(400, 1000));
+  CHECK(budget.held() == 1000);
+  budget.release(400);
+  CHECK(budget.held() == 600);
+  budget.release(10000);  // never below zero
+  CHECK(budget.held() == 0);
+  CHECK(budget.peak() == 1000);
+  CHECK_FALSE(budget.try_reserve(~0ull, ~0ull - 1));
+  budget.charge(5);
+  CHECK_FALSE(budget.try_reserve(~0ull, ~0ull));  // overflow is a refusal, not a wrap
+}
+
+TEST_CASE("threads reserving at once never exceed the limit together", "[interpose]") {
+  DeviceBudget budget;
+  constexpr std::uint64_t kLimit = 1'000'000;
+  std::atomic<std::uint64_t> granted{0};
+  std::atomic<std::uint64_t> max_seen{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(t);
+      std::vector<std::uint64_t> mine;
+      for (int i = 0; i < 20000; ++i) {
+        std::uint64_t size = 1 + random() % 50000;
+        if (budget.try_reserve(size, kLimit)) {
+          mine.push_back(size);
+          std::uint64_t now = granted.fetch_add(size) + size;
+          std::uint64_t seen = max_seen.load();
+          while (now > seen && !max_seen.compare_exchange_weak(seen, now)) {
+          }
+        }
+        if (!mine.empty() && random() % 2 == 0) {
+          granted.fetch_sub(mine.back());
+          budget.release(mine.back());
+          mine.pop_back();
+        }
+      }
+      for (std::uint64_t size : mine) {
+        granted.fetch_sub(size);
+        budget.release(size);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(max_seen.load() <= kLimit);
+  CHECK(budget.peak() <= kLimit);
+  CHECK(budget.held() == 0);
+}
+
+TEST_CASE("the virtual view is clamped and never negative", "[interpose]") {
+  auto v = virtual_view(4ull << 30, 16ull << 30, 10ull << 30, 1ull << 30);
+  CHECK(v.total == 4ull << 30);
+  CHECK(v.used == 1ull << 30);
+  CHECK(v.free == 3ull << 30);
+  v = virtual_view(~0ull, 16ull << 30, 10ull << 30, 1ull << 30);  // no limit
+  CHECK(v.total == 16ull << 30);
+  CHECK(v.free == 10ull << 30);  // what is physically free
+  v = virtual_view(4ull << 30, 16ull << 30, 1ull << 30, 1ull << 30);  // others hold the rest
+  CHECK(v.free == 1ull << 30);
+  v = virtual_view(1ull << 30, 16ull << 30, 10ull << 30, 2ull << 30);  // limit lowered below use
+  CHECK(v.free == 0);
+  CHECK(v.total == 1ull << 30);
+  v = virtual_view(32ull << 30, 16ull << 30, 16ull << 30, 0);  // never above physical
+  CHECK(v.total == 16ull << 30);
+}
+
+TEST_CASE("the allocation table matches a reference map under churn", "[interpose]") {
+  AllocationTable table;
+  std::map<std::uint64_t, AllocationRecord> reference;
+  std::mt19937_64 random(42);
+  for (int step = 0; step < 200000; ++step) {
+    // Page-aligned keys with clustered hashes stress the probe runs.
+    std::uint64_t key = ((random() % 5000) + 1) << 12;
+    if (random() % 3 != 0) {
+      AllocationRecord record{random() % 1000, static_cast<int>(random() % 4), random() % 3};
+      REQUIRE(table.insert(key, record));
+      reference[key] = record;
+    } else {
+      AllocationRecord got{};
+      bool erased = table.erase(key, &got);
+      auto it = reference.find(key);
+      REQUIRE(erased == (it != reference.end()));
+      if (erased) {
+        CHECK(got.bytes == it->second.bytes);
+        reference.erase(it);
+      }
+    }
+  }
+  CHECK(table.size() == reference.size());
+  for (const auto& [key, record] : reference) {
+    AllocationRecord got{};
+    REQUIRE(table.find(key, &got));
+    CHECK(got.bytes == record.bytes);
+    CHECK(got.device == record.device);
+  }
+  // Erasing a context removes exactly its records.
+  std::uint64_t released = 0;
+  static std::uint64_t* sink;
+  sink = &released;
+  table.erase_context(1, [](const AllocationRecord& r) { *sink += r.bytes; });
+  std::uint64_t expected = 0;
+  for (auto it = reference.begin(); it != reference.end();) {
+    if (it->second.context == 1) {
+      expected += it->second.bytes;
+      it = reference.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  CHECK(released == expected);
+  CHECK(table.size() == reference.size());
+  for (const auto& [key, record] : reference) {
+    AllocationRecord got{};
+    CHECK(table.find(key, &got));
+  }
+}

@@ -1,0 +1,79 @@
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "interpose/settings.h"
+
+using gpushare::interpose::kNoLimit;
+using gpushare::interpose::LogLevel;
+using gpushare::interpose::mem_limit_for;
+using gpushare::interpose::QosClass;
+using gpushare::interpose::read_settings;
+using gpushare::interpose::Settings;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+const char* fake_getenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+Settings settings_from(std::map<std::string, std::string> env) {
+  g_env = std::move(env);
+  Settings settings;
+  read_settings(&fake_getenv, &settings);
+  return settings;
+}
+
+}  // namespace
+
+TEST_CASE("no settings: production, no limit, errors only", "[interpose]") {
+  Settings s = settings_from({});
+  CHECK(s.error[0] == '\0');
+  CHECK_FALSE(s.disabled);
+  CHECK(s.qos == QosClass::kProduction);
+  CHECK(s.log_level == LogLevel::kError);
+  CHECK(mem_limit_for(s, 16ull << 30) == kNoLimit);
+  CHECK(std::string(s.job_name) == "unnamed");
+}
+
+TEST_CASE("limits in bytes, units and percentages of each device", "[interpose]") {
+  CHECK(mem_limit_for(settings_from({{"GPUSHARE_MEM_LIMIT", "2147483648"}}), 16ull << 30) ==
+        2ull << 30);
+  CHECK(mem_limit_for(settings_from({{"GPUSHARE_MEM_LIMIT", "2GiB"}}), 16ull << 30) == 2ull << 30);
+  Settings half = settings_from({{"GPUSHARE_MEM_LIMIT", "50%"}});
+  CHECK(mem_limit_for(half, 16ull << 30) == 8ull << 30);
+  CHECK(mem_limit_for(half, 80ull << 30) == 40ull << 30);
+}
+
+TEST_CASE("every other setting is read", "[interpose]") {
+  Settings s = settings_from({{"GPUSHARE_QOS", "opportunistic"},
+                              {"GPUSHARE_LOG", "debug"},
+                              {"GPUSHARE_JOB", "train-1"},
+                              {"GPUSHARE_SOCKET", "/run/x.sock"},
+                              {"GPUSHARE_DISABLE", "1"}});
+  CHECK(s.error[0] == '\0');
+  CHECK(s.qos == QosClass::kOpportunistic);
+  CHECK(s.log_level == LogLevel::kDebug);
+  CHECK(std::string(s.job_name) == "train-1");
+  CHECK(std::string(s.socket_path) == "/run/x.sock");
+  CHECK(s.disabled);
+  CHECK_FALSE(settings_from({{"GPUSHARE_DISABLE", "0"}}).disabled);
+}
+
+TEST_CASE("invalid settings are errors naming the variable and value", "[interpose]") {
+  auto error_of = [](std::map<std::string, std::string> env) {
+    return std::string(settings_from(std::move(env)).error);
+  };
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "8XB"}}),
+             Catch::Contains("invalid GPUSHARE_MEM_LIMIT '8XB'") && Catch::Contains("unknown unit"));
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", ""}}), Catch::Contains("empty"));
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "-1"}}), Catch::Contains("negative"));
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "0"}}), Catch::Contains("must be above 0"));
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "150%"}}), Catch::Contains("more than 100%"));
+  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "99999999999TiB"}}), Catch::Contains("64 bits"));
+  CHECK_THAT(error_of({{"GPUSHARE_QOS", "best"}}), Catch::Contains("invalid GPUSHARE_QOS 'best'"));
+  CHECK_THAT(error_of({{"GPUSHARE_LOG", "loud"}}), Catch::Contains("invalid GPUSHARE_LOG 'loud'"));
+  CHECK_THAT(error_of({{"GPUSHARE_SOCKET", std::string(200, 'x')}}), Catch::Contains("longer"));
+}
