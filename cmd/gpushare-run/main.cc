@@ -6,6 +6,7 @@
 // errors included; 126 when the command cannot run; 127 when it is not found.
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,13 @@ std::string own_executable() {
   ssize_t length = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
   if (length <= 0) return {};
   return std::string(buffer.data(), static_cast<std::size_t>(length));
+}
+
+// A clean absolute path for LD_PRELOAD and messages ("/p/lib/..." rather
+// than "/p/bin/../lib/...").
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
 bool file_exists(const std::string& path) {
@@ -61,6 +69,13 @@ int run(RunOptions& options) {
       gpushare::locate_install(own_executable(), std::getenv, file_exists);
   if (!paths) {
     gpushare::diag::error(paths.error().message);
+    return exit_status::kRunFailed;
+  }
+  paths->interposer = canonical(paths->interposer);
+  paths->sim_dir = paths->interposer.substr(0, paths->interposer.rfind('/')) + "/sim";
+  if (options.request.sim && !file_exists(paths->sim_dir + "/libcuda.so.1")) {
+    gpushare::diag::error("--sim: the simulated GPU is not installed (no " + paths->sim_dir +
+                          "/libcuda.so.1)");
     return exit_status::kRunFailed;
   }
   // Decide the environment; every setting is validated before exec.
