@@ -1,42 +1,43 @@
 // gpushare-ctl: runs the node coordinator and talks to it.
 //
-// main() parses into CtlOptions and calls run(). The verbs arrive with the
-// coordinator (roadmap step 4); until then each one says so and fails.
+// main() parses into CtlOptions and hands the verb to its function: serve
+// (serve.cc) runs the coordinator; ls, show, node, set, pause, resume and
+// watch (verbs.cc) send one request each and print JSON Lines or a table.
+//
+// Exit status: 0 success; 1 failure at run time (no coordinator, unknown
+// job, refused request); 2 usage error.
 #include <string>
-#include <vector>
 
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
+#include "ctl.h"
 
 namespace {
 
-struct CtlOptions {
-  std::string verb;
-  std::string socket_path;
-  std::string format = "json";
-  std::string job;
-  std::vector<std::string> properties;
-  std::string mem_limit;
-  std::string interval = "1s";
-  std::string log_file;
-};
+namespace ctl = gpushare::ctl;
 
-int run(const CtlOptions& options) {
-  gpushare::diag::error("'" + options.verb +
-                        "' is not built yet: the node coordinator is roadmap step 4");
-  return gpushare::exit_status::kFailure;
+int run(const ctl::CtlOptions& options) {
+  const std::string& verb = options.verb;
+  if (verb == "serve") return ctl::serve(options);
+  if (verb == "ls") return ctl::list(options);
+  if (verb == "show") return ctl::show(options);
+  if (verb == "node") return ctl::node(options);
+  if (verb == "set") return ctl::set(options);
+  if (verb == "pause" || verb == "resume") return ctl::pause(options, verb == "pause");
+  if (verb == "watch") return ctl::watch(options);
+  gpushare::diag::error("unknown verb '" + verb + "'");
+  return gpushare::exit_status::kUsage;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   gpushare::diag::set_program_name("gpushare-ctl");
-  CLI::App app{"Run the gpushare node coordinator and adjust live limits.",
-               "gpushare-ctl"};
+  CLI::App app{"Run the gpushare node coordinator and adjust live limits.", "gpushare-ctl"};
   gpushare::cli::configure(app, "gpushare-ctl");
   app.require_subcommand(1);
-  CtlOptions options;
+  ctl::CtlOptions options;
   app.add_option("--socket", options.socket_path, "Coordinator socket (default: see FILES)");
 
   auto add_format = [&](CLI::App* verb) {
@@ -44,25 +45,40 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"json", "table"}))
         ->capture_default_str();
   };
+  auto add_job = [&](CLI::App* verb) {
+    verb->add_option("job", options.job, "Job id, pid or name")->required();
+  };
+
   CLI::App* serve = app.add_subcommand("serve", "Run the node coordinator");
   serve->add_option("--log-file", options.log_file, "Log to this file instead of stderr");
+  serve->add_option("--admin-group", options.admin_group,
+                    "Members of GROUP may act on every job, like root");
+  serve->add_flag("--idle-exit", options.idle_exit,
+                  "Exit when no job has been registered for the idle grace period");
+  serve->add_option("--idle-grace", options.idle_grace, "Grace period for --idle-exit")
+      ->capture_default_str();
+
   add_format(app.add_subcommand("ls", "List jobs"));
   CLI::App* show = app.add_subcommand("show", "Show one job");
-  show->add_option("job", options.job, "Job id, name or pid")->required();
+  add_job(show);
   add_format(show);
   add_format(app.add_subcommand("node", "Show devices and totals per class"));
-  CLI::App* set = app.add_subcommand("set", "Change a job's limits");
-  set->add_option("job", options.job, "Job id, name or pid")->required();
-  set->add_option("--mem-limit", options.mem_limit, "New memory limit (SIZE)");
-  set->add_option("properties", options.properties, "KEY=VALUE properties");
+
+  CLI::App* set = app.add_subcommand("set", "Change a job's limits or class");
+  add_job(set);
+  set->add_option("--mem-limit", options.mem_limit, "New memory limit (SIZE, N%, or none)");
+  set->add_option("properties", options.properties, "KEY=VALUE properties (mem-limit, qos, name)");
+  add_format(set);
   for (const char* name : {"pause", "resume"}) {
-    CLI::App* verb = app.add_subcommand(name, std::string(name) == "pause"
-                                                  ? "Hold a job's kernel launches"
-                                                  : "Let a paused job launch again");
-    verb->add_option("job", options.job, "Job id, name or pid")->required();
+    bool is_pause = std::string(name) == "pause";
+    CLI::App* verb = app.add_subcommand(
+        name, is_pause ? "Hold a job's kernel launches" : "Let a paused job launch again");
+    add_job(verb);
+    add_format(verb);
   }
   CLI::App* watch = app.add_subcommand("watch", "Print job records at an interval");
-  watch->add_option("--interval", options.interval, "Time between records")
+  watch->add_option("--interval", options.interval, "Time between samples")->capture_default_str();
+  watch->add_option("--count", options.count, "Stop after N samples (0: until interrupted)")
       ->capture_default_str();
   add_format(watch);
 

@@ -1,0 +1,40 @@
+// gpushare-ctl's options and verbs. main.cc parses; serve.cc runs the
+// coordinator; verbs.cc talks to it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpushare::ctl {
+
+struct CtlOptions {
+  std::string verb;
+  std::string socket_path;  ///< empty: the default (GPUSHARE_SOCKET, ...)
+  std::string format = "json";
+  std::string job;
+  std::vector<std::string> properties;
+  std::optional<std::string> mem_limit;
+  std::string interval = "1s";
+  std::uint64_t count = 0;  ///< watch: rounds; 0 = until interrupted
+  // serve
+  std::string log_file;
+  std::string admin_group;
+  bool idle_exit = false;
+  std::string idle_grace = "60s";
+};
+
+int serve(const CtlOptions& options);
+int list(const CtlOptions& options);
+int show(const CtlOptions& options);
+int node(const CtlOptions& options);
+int set(const CtlOptions& options);
+int pause(const CtlOptions& options, bool pause);
+int watch(const CtlOptions& options);
+
+/// The socket to use: --socket, else the default rules of socket_path.h.
+/// Empty when the default does not fit a socket address.
+std::string socket_path(const CtlOptions& options, bool* private_directory = nullptr);
+
+}  // namespace gpushare::ctl

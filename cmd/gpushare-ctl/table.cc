@@ -1,0 +1,89 @@
+#include "table.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/units.h"
+
+namespace gpushare::ctl {
+namespace {
+
+using nlohmann::ordered_json;
+using Row = std::vector<std::string>;
+
+std::string text(const ordered_json& record, const char* key) {
+  auto it = record.find(key);
+  if (it == record.end() || it->is_null()) return "-";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+std::string bytes(const ordered_json& record, const char* key, const char* none = "none") {
+  auto it = record.find(key);
+  if (it == record.end()) return "-";
+  if (it->is_null()) return none;
+  if (!it->is_number_unsigned()) return it->dump();
+  return format_size(it->get<std::uint64_t>());
+}
+
+// "GPU-1a2b3c4d-..." is long; its first group identifies a device on a node.
+std::string short_uuid(const std::string& uuid) {
+  return uuid.size() > 12 ? uuid.substr(0, 12) : uuid;
+}
+
+// Columns padded to their widest cell, two spaces apart; the last column
+// is not padded, so lines carry no trailing spaces.
+std::string render(const std::vector<Row>& rows) {
+  std::vector<std::size_t> widths;
+  for (const Row& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string job_table(const std::vector<ordered_json>& records) {
+  std::vector<Row> rows = {
+      {"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT", "LAUNCHES", "STATE"}};
+  for (const ordered_json& r : records) {
+    if (text(r, "kind") != "job") continue;
+    rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"),
+                    text(r, "qos"), short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
+                    bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "state")});
+  }
+  return render(rows);
+}
+
+std::string node_table(const std::vector<ordered_json>& records) {
+  std::vector<Row> rows = {{"DEVICE", "MEM-TOTAL", "MEM-USED", "MEM-FREE", "PROD-JOBS",
+                            "PROD-USED", "OPP-JOBS", "OPP-USED"}};
+  auto class_cells = [](const ordered_json& r, const char* name) -> Row {
+    auto it = r.find(name);
+    if (it == r.end() || !it->is_object()) return {"-", "-"};
+    return {text(*it, "jobs"), bytes(*it, "mem_used_bytes")};
+  };
+  for (const ordered_json& r : records) {
+    std::string kind = text(r, "kind");
+    if (kind != "device" && kind != "node") continue;
+    Row row = {kind == "node" ? "TOTAL" : short_uuid(text(r, "uuid")), bytes(r, "mem_total_bytes"),
+               bytes(r, "mem_used_bytes"), bytes(r, "mem_free_bytes")};
+    for (const char* name : {"production", "opportunistic"}) {
+      Row cells = class_cells(r, name);
+      row.insert(row.end(), cells.begin(), cells.end());
+    }
+    rows.push_back(std::move(row));
+  }
+  return render(rows);
+}
+
+}  // namespace gpushare::ctl

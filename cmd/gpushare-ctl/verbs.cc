@@ -1,0 +1,162 @@
+// The client verbs: each connects, sends one request (watch: one per
+// sample), and prints the records of the reply as JSON Lines or a table.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/diag.h"
+#include "common/exit_status.h"
+#include "common/jsonl.h"
+#include "common/units.h"
+#include "coord/client/socket_path.h"
+#include "coord/ctl_client.h"
+#include "coord/properties.h"
+#include "ctl.h"
+#include "table.h"
+
+namespace gpushare::ctl {
+namespace {
+
+using nlohmann::ordered_json;
+using Records = std::vector<ordered_json>;
+
+enum class Shape { kJobs, kNode };
+
+void print(const Records& records, const std::string& format, Shape shape) {
+  if (format == "table") {
+    std::cout << (shape == Shape::kNode ? node_table(records) : job_table(records)) << std::flush;
+    return;
+  }
+  JsonLinesWriter writer(std::cout);
+  for (const ordered_json& record : records) {
+    std::string kind = record.value("kind", "record");
+    int version = record.value("version", 1);
+    writer.write(kind, version, record);
+  }
+}
+
+Result<coord::CtlConnection> connect(const CtlOptions& options) {
+  std::string path = socket_path(options);
+  if (path.empty()) return make_error("the default socket path is too long; give --socket PATH");
+  return coord::CtlConnection::connect(path);
+}
+
+// One request, printed. The usual shape of a verb.
+int request_and_print(const CtlOptions& options, const coord::Request& request, Shape shape) {
+  Result<coord::CtlConnection> connection = connect(options);
+  if (!connection) {
+    diag::error(connection.error().message);
+    return exit_status::kFailure;
+  }
+  Result<Records> records = connection->request(request);
+  if (!records) {
+    diag::error(records.error().message);
+    return exit_status::kFailure;
+  }
+  print(*records, options.format, shape);
+  return exit_status::kSuccess;
+}
+
+}  // namespace
+
+std::string socket_path(const CtlOptions& options, bool* private_directory) {
+  if (private_directory != nullptr) *private_directory = false;
+  if (!options.socket_path.empty()) return options.socket_path;
+  char buffer[256];
+  coord::SocketSource source;
+  if (!coord::default_socket_path(buffer, sizeof buffer, &source)) return {};
+  if (private_directory != nullptr) {
+    *private_directory =
+        source == coord::SocketSource::kRuntimeDir || source == coord::SocketSource::kTmp;
+  }
+  return buffer;
+}
+
+int list(const CtlOptions& options) {
+  return request_and_print(options, coord::ListRequest{}, Shape::kJobs);
+}
+
+int show(const CtlOptions& options) {
+  return request_and_print(options, coord::ShowRequest{options.job}, Shape::kJobs);
+}
+
+int node(const CtlOptions& options) {
+  return request_and_print(options, coord::NodeRequest{}, Shape::kNode);
+}
+
+int set(const CtlOptions& options) {
+  // A malformed property is a usage error, found before any connection.
+  Result<coord::SetRequest> request =
+      coord::parse_set_properties(options.job, options.mem_limit, options.properties);
+  if (!request) {
+    diag::error(request.error().message);
+    diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  return request_and_print(options, *request, Shape::kJobs);
+}
+
+int pause(const CtlOptions& options, bool pause) {
+  return request_and_print(options, coord::PauseRequest{options.job, pause}, Shape::kJobs);
+}
+
+int watch(const CtlOptions& options) {
+  Result<std::chrono::nanoseconds> interval = parse_duration(options.interval);
+  if (!interval || interval->count() == 0) {
+    diag::error("--interval: " + (interval ? "must be above 0" : interval.error().message));
+    diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  // Interrupting a watch is its normal end: SIGINT and SIGTERM arrive on a
+  // descriptor that the wait between samples watches.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int signals = signalfd(-1, &mask, SFD_CLOEXEC);
+  signal(SIGPIPE, SIG_IGN);
+
+  Result<coord::CtlConnection> connection = connect(options);
+  if (!connection) {
+    diag::error(connection.error().message);
+    return exit_status::kFailure;
+  }
+  auto period = std::chrono::duration_cast<std::chrono::milliseconds>(*interval);
+  auto next = std::chrono::steady_clock::now();
+  for (std::uint64_t sample = 1; options.count == 0 || sample <= options.count; ++sample) {
+    Result<Records> records = connection->request(coord::ListRequest{});
+    if (!records) {
+      diag::error(records.error().message);
+      return exit_status::kFailure;
+    }
+    if (options.format == "table") {
+      if (sample > 1) std::cout << '\n';
+      print(*records, options.format, Shape::kJobs);
+    } else {
+      auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+      ordered_json marker = {{"sample", sample}, {"time_unix_ms", unix_ms},
+                             {"jobs", records->size()}};
+      JsonLinesWriter(std::cout).write("sample", 1, marker);
+      print(*records, options.format, Shape::kJobs);
+    }
+    if (!std::cout) return exit_status::kFailure;  // the reader went away
+    if (options.count != 0 && sample == options.count) break;
+    // Samples keep a steady rhythm however long a request took.
+    next += period;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        next - std::chrono::steady_clock::now());
+    pollfd p{signals, POLLIN, 0};
+    if (poll(&p, 1, wait.count() > 0 ? static_cast<int>(wait.count()) : 0) > 0) break;
+  }
+  return exit_status::kSuccess;
+}
+
+}  // namespace gpushare::ctl

@@ -1,0 +1,113 @@
+#include "coord/client/socket_path.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace gpushare::coord {
+namespace {
+
+// sun_path holds 108 bytes including the NUL.
+constexpr std::size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
+
+bool put(char* buffer, std::size_t size, const char* a, const char* b) {
+  int n = snprintf(buffer, size, "%s%s", a, b);
+  return n >= 0 && static_cast<std::size_t>(n) < size &&
+         static_cast<std::size_t>(n) <= kMaxSocketPath;
+}
+
+bool exists(const char* path) {
+  struct stat info;
+  return lstat(path, &info) == 0;
+}
+
+}  // namespace
+
+bool default_socket_path(char* buffer, std::size_t size, SocketSource* source,
+                         const char* (*getenv_fn)(const char*)) {
+  if (getenv_fn == nullptr) getenv_fn = [](const char* name) -> const char* { return getenv(name); };
+  auto chose = [&](SocketSource s) {
+    if (source != nullptr) *source = s;
+  };
+  const char* explicit_path = getenv_fn("GPUSHARE_SOCKET");
+  if (explicit_path != nullptr && *explicit_path != '\0') {
+    chose(SocketSource::kEnvironment);
+    return put(buffer, size, explicit_path, "");
+  }
+  if (exists(kNodeSocketPath)) {
+    chose(SocketSource::kNode);
+    return put(buffer, size, kNodeSocketPath, "");
+  }
+  const char* runtime_dir = getenv_fn("XDG_RUNTIME_DIR");
+  if (runtime_dir != nullptr && *runtime_dir == '/') {
+    chose(SocketSource::kRuntimeDir);
+    return put(buffer, size, runtime_dir, "/gpushare/gpushare.sock");
+  }
+  chose(SocketSource::kTmp);
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "/tmp/gpushare-%u", static_cast<unsigned>(getuid()));
+  return put(buffer, size, tmp, "/gpushare.sock");
+}
+
+bool socket_directory(const char* socket_path, char* buffer, std::size_t size) {
+  const char* slash = strrchr(socket_path, '/');
+  if (slash == nullptr) return put(buffer, size, ".", "");
+  std::size_t length = slash == socket_path ? 1 : static_cast<std::size_t>(slash - socket_path);
+  if (length + 1 > size) return false;
+  memcpy(buffer, socket_path, length);
+  buffer[length] = '\0';
+  return true;
+}
+
+SocketProbe probe_socket(const char* path, int* peer_pid) {
+  struct stat info;
+  if (lstat(path, &info) != 0) return errno == ENOENT ? SocketProbe::kAbsent : SocketProbe::kError;
+  if (!S_ISSOCK(info.st_mode)) return SocketProbe::kNotSocket;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (strlen(path) > kMaxSocketPath) return SocketProbe::kError;
+  memcpy(address.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return SocketProbe::kError;
+  SocketProbe result;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+    result = SocketProbe::kLive;
+    if (peer_pid != nullptr) {
+      ucred credentials{};
+      socklen_t length = sizeof credentials;
+      *peer_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0
+                      ? static_cast<int>(credentials.pid)
+                      : 0;
+    }
+  } else if (errno == EAGAIN) {
+    // The listen backlog is full: someone is listening, just busy.
+    result = SocketProbe::kLive;
+    if (peer_pid != nullptr) *peer_pid = 0;
+  } else if (errno == ECONNREFUSED) {
+    result = SocketProbe::kStale;
+  } else if (errno == ENOENT) {
+    result = SocketProbe::kAbsent;
+  } else {
+    result = SocketProbe::kError;
+  }
+  close(fd);
+  return result;
+}
+
+const char* probe_name(SocketProbe probe) {
+  switch (probe) {
+    case SocketProbe::kLive: return "live";
+    case SocketProbe::kAbsent: return "absent";
+    case SocketProbe::kStale: return "stale";
+    case SocketProbe::kNotSocket: return "not a socket";
+    case SocketProbe::kError: return "error";
+  }
+  return "error";
+}
+
+}  // namespace gpushare::coord

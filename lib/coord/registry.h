@@ -1,0 +1,84 @@
+// The coordinator's registry: every job on the node, its control block, and
+// the rules for finding, showing and changing jobs. No I/O beyond the shared
+// pages, so every rule is unit-testable.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "coord/authorize.h"
+#include "coord/control_block_owner.h"
+#include "coord/protocol.h"
+
+namespace gpushare::coord {
+
+/// A job is "stale" when its telemetry has not moved for this long (it is
+/// stopped, or stuck in a way that stops its client thread).
+inline constexpr std::uint64_t kStaleAfterNs = 2'000'000'000;
+
+/// Why a request was refused, for the error reply's "reason".
+inline constexpr const char* kReasonUnknownJob = "unknown-job";
+inline constexpr const char* kReasonAmbiguous = "ambiguous-job";
+inline constexpr const char* kReasonDenied = "permission-denied";
+inline constexpr const char* kReasonInvalid = "invalid-value";
+inline constexpr const char* kReasonInternal = "internal";
+
+struct Job {
+  std::uint64_t id = 0;
+  std::string name;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  std::vector<DeviceRegistration> devices;  ///< requested_limit_bytes: the start limit
+  std::unique_ptr<ControlBlock> block;
+};
+
+class Registry {
+ public:
+  explicit Registry(Policy policy) : policy_(std::move(policy)) {}
+
+  /// Registers a job for `peer` (its pid and uid come from the socket).
+  /// The returned block's descriptors are to be sent, then closed.
+  Result<Job*> add(const RegisterRequest& request, const Caller& peer);
+  /// Forgets a job; false when there was none with this id.
+  bool remove(std::uint64_t id);
+  const Job* find(std::uint64_t id) const;
+  std::size_t size() const { return jobs_.size(); }
+
+  std::vector<JobView> list(std::uint64_t now_ns) const;
+  NodeView node(std::uint64_t now_ns) const;
+  /// The request's failure reason goes to `reason` (one of kReason*).
+  Result<JobView> show(std::string_view selector, std::uint64_t now_ns, std::string* reason) const;
+  Result<JobView> set(const SetRequest& request, const Caller& caller, std::uint64_t now_ns,
+                      std::string* reason);
+  Result<JobView> pause(const PauseRequest& request, const Caller& caller, std::uint64_t now_ns,
+                        std::string* reason);
+
+  const Policy& policy() const { return policy_; }
+
+ private:
+  /// JOB is an id, then a pid, then a name (which must be unique).
+  Result<Job*> resolve(std::string_view selector, std::string* reason) const;
+  JobView view(const Job& job, std::uint64_t now_ns) const;
+
+  Policy policy_;
+  std::map<std::uint64_t, Job> jobs_;  // by id, so lists come in id order
+  struct Device {
+    std::string uuid;
+    std::uint64_t mem_total_bytes;
+  };
+  std::vector<Device> devices_;  // every device seen, in the order first seen
+  std::uint64_t next_id_ = 1;
+};
+
+/// A memory limit as `set` takes it, for one device: a size, a percentage
+/// of the device, or "none".
+Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_total_bytes);
+
+}  // namespace gpushare::coord

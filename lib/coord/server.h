@@ -1,0 +1,64 @@
+// The node coordinator's event loop (gpushare-ctl serve).
+//
+// One thread, one epoll set: the listening socket, every connection, a
+// pidfd per registered job, the caller's stop descriptor and an idle timer.
+// Nothing in the loop blocks: sockets are non-blocking, replies are queued
+// and flushed as the peer reads, and a peer that sends a malformed,
+// oversized or out-of-order message gets an error reply and is
+// disconnected, while everyone else is served as before.
+//
+// A job is forgotten (and its memory counts as free) the moment its socket
+// closes or its pidfd reports the process gone, whichever comes first: the
+// kernel closes a killed process's sockets at once, and the pidfd also
+// covers a socket inherited by a forked child.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "coord/authorize.h"
+
+namespace gpushare::coord {
+
+struct ServerOptions {
+  std::string socket_path;
+  bool private_directory = false;  ///< see Listener::open
+  Policy policy;
+  /// Exit once no job has been registered for `idle_grace` (counted from
+  /// the start, and from the last job leaving).
+  bool idle_exit = false;
+  std::chrono::nanoseconds idle_grace = std::chrono::seconds(60);
+  /// The loop ends when this descriptor becomes readable (a signalfd, an
+  /// eventfd); -1 for none.
+  int stop_fd = -1;
+  std::size_t max_connections = 4096;
+  /// Log sinks, one line each, no newline. Unset: silent.
+  std::function<void(const std::string&)> note;
+  std::function<void(const std::string&)> warning;
+};
+
+enum class StopReason { kStopRequested, kIdle };
+
+class Server {
+ public:
+  /// Takes the socket (see listener.h); fails if a coordinator is running.
+  static Result<std::unique_ptr<Server>> open(ServerOptions options);
+  ~Server();
+
+  /// Serves until stopped. Only a broken event loop returns an Error.
+  Result<StopReason> run();
+
+  const std::string& socket_path() const;
+  std::size_t job_count() const;
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpushare::coord
