@@ -1,19 +1,199 @@
-// gpushare-place: AntMan Algorithm 1 placements (roadmap step 5).
+// gpushare-place: job placements after AntMan's Algorithm 1, from a TOML
+// cluster description and jobs as JSON Lines on stdin.
+//
+// main() parses into PlaceOptions and calls run(), which reads the cluster,
+// places each job in input order, prints each placement as it is made, and
+// writes the cluster's new state if asked. The rules live in lib/place.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
+#include "common/jsonl.h"
+#include "place/cluster_toml.h"
+#include "place/format.h"
+#include "place/placer.h"
+#include "place/state_writer.h"
+
+namespace {
+
+using gpushare::diag::error;
+namespace exit_status = gpushare::exit_status;
+namespace place = gpushare::place;
+
+struct PlaceOptions {
+  std::string cluster_file;
+  std::string jobs_file = "-";
+  place::Format format = place::Format::kJson;
+  bool explain = false;
+  std::string state_out;
+};
+
+/// One input record: a job, or why it is not one.
+struct Record {
+  std::optional<place::Job> job;
+  std::optional<place::JobId> id;  // for errors, when the record had one
+  std::string error;               // "SOURCE: record N: ..." when not a job
+};
+
+/// Reads the next record; false at the end of input.
+bool next_record(gpushare::JsonLinesReader& reader, Record* record) {
+  *record = Record{};
+  auto next = reader.next();
+  if (!next) {
+    record->error = next.error().message;
+    return true;
+  }
+  if (!*next) return false;
+  record->id = place::job_id_of(**next);
+  auto job = place::job_from_json(**next);
+  if (!job) {
+    record->error = reader.source_name() + ": record " + std::to_string(reader.record_number()) +
+                    ": " + (record->id ? "job " + place::quoted(*record->id) + ": " : "") +
+                    job.error().message;
+    return true;
+  }
+  record->job = std::move(*job);
+  return true;
+}
+
+/// Places one record; input errors become unplaced placements and are
+/// reported on stderr.
+place::Placement place_record(place::Placer& placer, const Record& record,
+                              const gpushare::JsonLinesReader& reader, bool explain,
+                              int* input_errors) {
+  std::string message = record.error;
+  if (record.job) {
+    place::Placement placement = placer.place(*record.job, explain);
+    if (!placement.input_error) return placement;
+    message = reader.source_name() + ": record " + std::to_string(reader.record_number()) +
+              ": job " + place::quoted(record.job->id) + ": " + placement.reason;
+  }
+  ++*input_errors;
+  error(message);
+  return place::input_error(record.id, "invalid: " + message);
+}
+
+void print_line(const std::string& line) {
+  // One write per record, flushed, so a consumer in a pipeline sees each
+  // placement as soon as it is made.
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+/// --format env: exactly one job, printed only if placed on one node.
+int run_env(place::Placer& placer, gpushare::JsonLinesReader& reader) {
+  Record first;
+  if (!next_record(reader, &first)) {
+    error(reader.source_name() + ": no job to place (--format env takes exactly one)");
+    return exit_status::kUsage;
+  }
+  Record second;
+  if (next_record(reader, &second)) {
+    error(reader.source_name() + ": more than one job (--format env takes exactly one)");
+    return exit_status::kUsage;
+  }
+  int input_errors = 0;
+  place::Placement placement = place_record(placer, first, reader, false, &input_errors);
+  if (input_errors > 0) return exit_status::kUsage;
+  auto text = place::env_assignments(placement);
+  if (!text) {
+    error(text.error().message);
+    return exit_status::kFailure;
+  }
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  std::fflush(stdout);
+  return exit_status::kSuccess;
+}
+
+int run(const PlaceOptions& options) {
+  // The cluster first: no job can be placed without it.
+  if (options.cluster_file.empty()) {
+    error("no cluster file: give --cluster FILE or set GPUSHARE_CLUSTER");
+    gpushare::diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  auto cluster = place::load_cluster(options.cluster_file);
+  if (!cluster) {
+    error(cluster.error().message);
+    return exit_status::kUsage;
+  }
+  place::Placer placer(std::move(*cluster));
+
+  std::ifstream jobs_file;
+  if (options.jobs_file != "-") {
+    jobs_file.open(options.jobs_file, std::ios::binary);
+    if (!jobs_file) {
+      error(options.jobs_file + ": cannot open: " + std::strerror(errno));
+      return exit_status::kUsage;
+    }
+  }
+  std::istream& in = options.jobs_file == "-" ? std::cin : jobs_file;
+  gpushare::JsonLinesReader reader(in, options.jobs_file == "-" ? "stdin" : options.jobs_file);
+
+  int status = exit_status::kSuccess;
+  if (options.format == place::Format::kEnv) {
+    status = run_env(placer, reader);
+  } else {
+    // Each job in input order, each seeing the placements before it.
+    int input_errors = 0;
+    Record record;
+    while (next_record(reader, &record)) {
+      place::Placement placement =
+          place_record(placer, record, reader, options.explain, &input_errors);
+      print_line(options.format == place::Format::kSlurm ? place::slurm_arguments(placement)
+                                                         : place::placement_json(placement));
+    }
+    if (input_errors > 0) status = exit_status::kUsage;
+  }
+
+  // The state after placement, which a later run can start from.
+  if (!options.state_out.empty() && status != exit_status::kFailure) {
+    if (auto written = place::write_state(placer.cluster(), options.state_out); !written) {
+      error(written.error().message);
+      return exit_status::kFailure;
+    }
+  }
+  return status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
   gpushare::diag::set_program_name("gpushare-place");
-  CLI::App app{"Compute job placements from a TOML cluster file.", "gpushare-place"};
+  CLI::App app{"Place jobs (JSON Lines on stdin) on a TOML cluster, after AntMan's Algorithm 1.",
+               "gpushare-place"};
   gpushare::cli::configure(app, "gpushare-place");
-  std::string cluster_file;
-  app.add_option("--cluster", cluster_file, "Cluster description (TOML)");
-  if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
-    return *status;
+  PlaceOptions options;
+  app.add_option("-c,--cluster", options.cluster_file, "Cluster description (TOML)")
+      ->envname("GPUSHARE_CLUSTER")
+      ->type_name("FILE");
+  app.add_option("-j,--jobs", options.jobs_file, "Read jobs from FILE instead of stdin")
+      ->type_name("FILE");
+  std::string format = "json";
+  app.add_option("-f,--format", format, "Output: json, slurm or env (one job)")
+      ->check(CLI::IsMember({"json", "slurm", "env"}))
+      ->type_name("FORMAT")
+      ->capture_default_str();
+  app.add_flag("-e,--explain", options.explain, "Say why each GPU not chosen was rejected (json)");
+  app.add_option("-s,--state-out", options.state_out,
+                 "Write the cluster after placement to FILE (TOML)")
+      ->type_name("FILE");
+  if (auto status = gpushare::cli::parse(app, argc, argv, exit_status::kUsage)) return *status;
+
+  options.format = format == "slurm" ? place::Format::kSlurm
+                   : format == "env" ? place::Format::kEnv
+                                     : place::Format::kJson;
+  if (options.explain && options.format != place::Format::kJson) {
+    error("--explain needs --format json");
+    gpushare::diag::usage_hint();
+    return exit_status::kUsage;
   }
-  gpushare::diag::error("placement is not built yet (roadmap step 5)");
-  return gpushare::exit_status::kFailure;
+  return run(options);
 }

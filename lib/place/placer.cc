@@ -1,0 +1,540 @@
+// Algorithm 1, as gpushare reads it.
+//
+// AntMan (OSDI'20, "Scheduling Policy") splits jobs into resource-guarantee
+// (production) jobs, which have a per-tenant GPU quota and own their GPUs,
+// and opportunistic jobs, which harvest what production jobs leave idle.
+// The paper gives the shape of the policy; the exact loop and the
+// tie-breaks are not published, so this file fixes them, and the same
+// input always gives the same output.
+//
+// Jobs are placed one at a time in input order; each placement updates the
+// state the next job sees.
+//
+// 1. Check the job against the cluster: a known tenant, no more GPUs than
+//    the cluster (or, without multi_node, its largest node) has, no more
+//    memory per GPU than its largest GPU has, an id not already running.
+//    A job that fails is unusable input, and the others still go on.
+// 2. A job whose id holds a reservation gets those GPUs back first.
+// 3. Decide the class. The tenant's usage is its GPUs with a production job
+//    plus its reserved GPUs. "production": within quota, or refused.
+//    "opportunistic": as asked. "auto": opportunistic when it has queued at
+//    least queue_threshold, else production within quota, else
+//    opportunistic (AntMan turns jobs it cannot guarantee into
+//    opportunistic ones).
+// 4. Production: a GPU qualifies when it has no production job, no
+//    reservation, and enough memory once opportunistic memory (which can
+//    spill to the host) is set aside. Try the smallest topology domain
+//    first: an NVLink group, then a NUMA node, then a node; at each level
+//    take the first domain with enough qualifying GPUs in node_order, and
+//    in it the GPUs first in gpu_order. If no single node fits and
+//    multi_node is on, use the fewest nodes: nodes with the most free GPUs
+//    first, all their qualifying GPUs, and for the rest the best-fitting
+//    node (binpack) or the next largest (spread). If the job fits nowhere
+//    whole, reserve what qualifies (on one node without multi_node): the
+//    job is "reserved" and those GPUs take no other production job, though
+//    opportunistic jobs may use them meanwhile.
+// 5. Opportunistic: a GPU qualifies when its utilisation is below
+//    util_threshold and it has the memory free. Take the first in
+//    gpu_order: spread is the least loaded (utilisation, then jobs on it,
+//    then memory used, then opportunistic jobs on it), binpack the most
+//    loaded. A job of several GPUs takes the first several (on one node
+//    without multi_node). All or nothing: no reservations.
+// 6. Apply: the job joins its GPUs' job lists, their memory use and
+//    utilisation grow by the job's, and both indexes are updated.
+//
+// Every remaining tie goes to the node name, then the GPU index. The two
+// indexes (load_index.h, domain_index.h) make each step O(log G) in the
+// common case, so the cost per job does not grow with the jobs placed.
+#include "place/placer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "common/units.h"
+#include "place/placer_state.h"
+
+namespace gpushare::place {
+namespace {
+
+constexpr int kSeveralNodes = 3;
+
+std::string gpus_word(std::int64_t n) { return n == 1 ? "1 GPU" : std::to_string(n) + " GPUs"; }
+
+std::string order_rule(Order order, bool nodes) {
+  if (order == Order::kBinpack) {
+    return nodes ? "node_order binpack: fewest free GPUs first"
+                 : "gpu_order binpack: most loaded first";
+  }
+  return nodes ? "node_order spread: most free GPUs first" : "gpu_order spread: least loaded first";
+}
+
+}  // namespace
+
+std::string size_text(std::uint64_t bytes) {
+  std::string text = format_size(bytes);
+  Result<std::uint64_t> back = parse_size(text);
+  if (back && *back == bytes) return text;
+  return std::to_string(bytes) + " bytes";
+}
+
+std::string_view to_string(PlacementStatus status) {
+  switch (status) {
+    case PlacementStatus::kPlaced:
+      return "placed";
+    case PlacementStatus::kReserved:
+      return "reserved";
+    default:
+      return "unplaced";
+  }
+}
+
+Placement input_error(std::optional<JobId> job, std::string message) {
+  Placement placement;
+  placement.job = std::move(job);
+  placement.status = PlacementStatus::kUnplaced;
+  placement.reason = std::move(message);
+  placement.input_error = true;
+  return placement;
+}
+
+// --- state ------------------------------------------------------------------
+
+Placer::State::State(Cluster cluster_in) : cluster(std::move(cluster_in)) {
+  std::vector<std::uint32_t> order(cluster.nodes.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return cluster.nodes[a].name < cluster.nodes[b].name;
+  });
+  rank_to_node = order;
+
+  std::vector<DomainGpu> domain_gpus;
+  for (std::uint32_t rank = 0; rank < order.size(); ++rank) {
+    const Node& node = cluster.nodes[order[rank]];
+    std::vector<std::uint32_t> slots(node.gpus.size());
+    std::iota(slots.begin(), slots.end(), 0u);
+    std::sort(slots.begin(), slots.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return node.gpus[a].index < node.gpus[b].index;
+    });
+    largest_node_gpus = std::max<std::uint64_t>(largest_node_gpus, node.gpus.size());
+    for (std::uint32_t slot : slots) {
+      const Gpu& g = node.gpus[slot];
+      gpus.push_back(GpuRef{rank, slot});
+      largest_gpu_bytes = std::max(largest_gpu_bytes, g.mem_bytes);
+      std::uint32_t ots = 0;
+      std::uint64_t ot_bytes = 0;
+      for (const ResidentJob& job : g.jobs) {
+        running.insert(job.id);
+        if (job.job_class == JobClass::kOpportunistic) {
+          ++ots;
+          ot_bytes += job.mem_bytes;
+        }
+      }
+      ot_jobs.push_back(ots);
+      ot_mem_bytes.push_back(ot_bytes);
+      has_production.push_back(production_job(g) != nullptr);
+      domain_gpus.push_back(DomainGpu{rank, g.index, g.nvlink_group, g.numa,
+                                      !has_production.back() && !g.reservation});
+    }
+  }
+  total_gpus = gpus.size();
+
+  for (const Tenant& tenant : cluster.tenants) {
+    tenant_ids.emplace(tenant.name, static_cast<std::uint32_t>(tenant_usage.size()));
+    tenant_usage.push_back(0);
+  }
+  for (std::uint32_t g = 0; g < gpus.size(); ++g) {
+    const Gpu& gp = gpu(g);
+    if (const ResidentJob* owner = production_job(gp)) {
+      auto it = tenant_ids.find(owner->tenant);
+      if (it != tenant_ids.end()) ++tenant_usage[it->second];
+    }
+    if (gp.reservation) {
+      reservations[gp.reservation->job].push_back(g);
+      auto it = tenant_ids.find(gp.reservation->tenant);
+      if (it != tenant_ids.end()) ++tenant_usage[it->second];
+    }
+  }
+
+  domains = DomainIndex(domain_gpus, static_cast<std::uint32_t>(order.size()));
+  load = LoadIndex(gpus.size());
+  for (std::uint32_t g = 0; g < gpus.size(); ++g) refresh_load(g);
+}
+
+std::uint64_t Placer::State::production_bytes(std::uint32_t g) const {
+  const Gpu& gp = gpu(g);
+  std::uint64_t pinned =
+      gp.mem_used_bytes > ot_mem_bytes[g] ? gp.mem_used_bytes - ot_mem_bytes[g] : 0;
+  return gp.mem_bytes > pinned ? gp.mem_bytes - pinned : 0;
+}
+
+std::uint64_t Placer::State::free_bytes(std::uint32_t g) const {
+  const Gpu& gp = gpu(g);
+  return gp.mem_bytes > gp.mem_used_bytes ? gp.mem_bytes - gp.mem_used_bytes : 0;
+}
+
+LoadKey Placer::State::load_key(std::uint32_t g) const {
+  const Gpu& gp = gpu(g);
+  return LoadKey{
+      gp.util,      static_cast<std::uint32_t>(gp.jobs.size()), gp.mem_used_bytes, ot_jobs[g], g,
+      free_bytes(g)};
+}
+
+void Placer::State::refresh_load(std::uint32_t g) {
+  if (takes_opportunistic(g)) {
+    load.set(load_key(g));
+  } else {
+    load.remove(g);
+  }
+}
+
+// --- 1. checks ----------------------------------------------------------------
+
+Status Placer::State::check(const Job& job, const std::string& tenant) const {
+  if (tenant.empty()) {
+    return make_error("no tenant given, and the cluster has no [policy] default_tenant");
+  }
+  if (tenant_ids.count(tenant) == 0) {
+    std::string known;
+    for (const Tenant& t : cluster.tenants) known += (known.empty() ? "" : ", ") + t.name;
+    return make_error("unknown tenant '" + tenant + "'" +
+                      (known.empty() ? " (the cluster defines none)" : " (known: " + known + ")"));
+  }
+  if (static_cast<std::uint64_t>(job.gpus) > total_gpus) {
+    return make_error("asks for " + gpus_word(job.gpus) + "; the cluster has " +
+                      gpus_word(static_cast<std::int64_t>(total_gpus)));
+  }
+  if (!cluster.policy.multi_node && static_cast<std::uint64_t>(job.gpus) > largest_node_gpus) {
+    return make_error("asks for " + gpus_word(job.gpus) + "; the largest node has " +
+                      gpus_word(static_cast<std::int64_t>(largest_node_gpus)) +
+                      " and [policy] multi_node is false");
+  }
+  if (job.mem_bytes > largest_gpu_bytes) {
+    return make_error("needs " + size_text(job.mem_bytes) + " per GPU; the largest GPU has " +
+                      size_text(largest_gpu_bytes));
+  }
+  if (running.count(job.id.text) != 0) {
+    return make_error("already running on the cluster (duplicate id)");
+  }
+  return {};
+}
+
+// --- 2. reservations ------------------------------------------------------------
+
+void Placer::State::release_reservation(const std::string& job_id) {
+  auto it = reservations.find(job_id);
+  if (it == reservations.end()) return;
+  std::vector<std::uint32_t> held = std::move(it->second);
+  reservations.erase(it);
+  for (std::uint32_t g : held) {
+    Gpu& gp = gpu(g);
+    auto tenant = tenant_ids.find(gp.reservation->tenant);
+    if (tenant != tenant_ids.end()) --tenant_usage[tenant->second];
+    gp.reservation.reset();
+  }
+  domains.set_free(held, true);
+}
+
+// --- 3. class -----------------------------------------------------------------
+
+ClassDecision Placer::State::decide_class(const Job& job, const std::string& tenant) const {
+  std::uint32_t t = tenant_ids.at(tenant);
+  std::int64_t usage = tenant_usage[t];
+  std::int64_t quota = cluster.tenants[t].quota_gpus;
+  bool within = usage + job.gpus <= quota;
+  std::string standing = "tenant '" + tenant + "' holds " + std::to_string(usage) + " of its " +
+                         std::to_string(quota) + " quota GPUs and the job needs " +
+                         std::to_string(job.gpus);
+  switch (job.hint) {
+    case ClassHint::kOpportunistic:
+      return {JobClass::kOpportunistic, "opportunistic, as asked"};
+    case ClassHint::kProduction:
+      if (within) return {JobClass::kProduction, "production, as asked; " + standing};
+      return {std::nullopt, "over quota: " + standing};
+    case ClassHint::kAuto:
+      break;
+  }
+  const auto& threshold = cluster.policy.queue_threshold;
+  if (threshold && job.queued_s && *job.queued_s * 1e9 >= static_cast<double>(threshold->count())) {
+    std::ostringstream text;
+    text << "auto: queued " << *job.queued_s << " s, at least [policy] queue_threshold ("
+         << static_cast<double>(threshold->count()) / 1e9 << " s), so opportunistic";
+    return {JobClass::kOpportunistic, text.str()};
+  }
+  if (within)
+    return {JobClass::kProduction, "auto: within quota (" + standing + "), so production"};
+  return {JobClass::kOpportunistic, "auto: over quota (" + standing + "), so opportunistic"};
+}
+
+// --- 4. production --------------------------------------------------------------
+
+Choice Placer::State::choose_production(const Job& job) const {
+  const Order node_order = job.node_order.value_or(cluster.policy.node_order);
+  const Order gpu_order = job.gpu_order.value_or(cluster.policy.gpu_order);
+  const std::uint32_t need = static_cast<std::uint32_t>(job.gpus);
+  auto qualifying = [&](const Domain& d) {
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t g : d.gpus) {
+      if (production_free(g) && production_bytes(g) >= job.mem_bytes) out.push_back(g);
+    }
+    return out;
+  };
+  auto take_first = [&](std::vector<std::uint32_t> candidates, std::size_t count) {
+    std::sort(candidates.begin(), candidates.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return load_before(gpu_order, load_key(a), load_key(b));
+    });
+    candidates.resize(std::min(count, candidates.size()));
+    return candidates;
+  };
+
+  Choice choice;
+  // The smallest domain that fits: NVLink group, NUMA node, node.
+  for (int l = 0; l < kLevels; ++l) {
+    Level level = static_cast<Level>(l);
+    domains.visit(level, node_order, need, [&](const Domain& d) {
+      std::vector<std::uint32_t> fit = qualifying(d);
+      if (fit.size() < need) return false;
+      choice.status = PlacementStatus::kPlaced;
+      choice.gpus = take_first(std::move(fit), need);
+      choice.level = l;
+      choice.domain = d.id;
+      return true;
+    });
+    if (choice.status == PlacementStatus::kPlaced) {
+      const std::string& node = node_name(choice.gpus.front());
+      const Domain& d = domains.domain(level, choice.domain);
+      std::string where = level == Level::kNode ? "node '" + node + "'"
+                          : d.key >= kUnnamedDomain
+                              ? std::string(level == Level::kNvlink ? "a GPU in no NVLink group"
+                                                                    : "the GPUs in no NUMA node") +
+                                    " of node '" + node + "'"
+                              : std::string(to_string(level)) + " " + std::to_string(d.key) +
+                                    " of node '" + node + "'";
+      choice.rule = "the smallest domain that fits is " + where + " (" +
+                    order_rule(node_order, true) + "; " + order_rule(gpu_order, false) + ")";
+      return choice;
+    }
+  }
+
+  if (cluster.policy.multi_node) {
+    // Fewest nodes: take whole nodes, most free GPUs first, until the rest
+    // fits in one more node.
+    std::vector<std::uint32_t> taken_nodes;
+    std::vector<std::uint32_t> gpus;
+    std::uint32_t remaining = need;
+    std::optional<std::uint32_t> last_node;
+    domains.visit(Level::kNode, Order::kSpread, 1, [&](const Domain& d) {
+      std::vector<std::uint32_t> fit = qualifying(d);
+      if (fit.empty()) return false;
+      if (fit.size() >= remaining) {
+        last_node = d.node;
+        return true;
+      }
+      taken_nodes.push_back(d.node);
+      remaining -= static_cast<std::uint32_t>(fit.size());
+      gpus.insert(gpus.end(), fit.begin(), fit.end());
+      return false;
+    });
+    if (last_node) {
+      if (node_order == Order::kBinpack) {
+        // The tightest node that holds the rest: keeps larger holes whole.
+        domains.visit(Level::kNode, Order::kBinpack, remaining, [&](const Domain& d) {
+          if (std::find(taken_nodes.begin(), taken_nodes.end(), d.node) != taken_nodes.end()) {
+            return false;
+          }
+          if (qualifying(d).size() < remaining) return false;
+          last_node = d.node;
+          return true;
+        });
+      }
+      std::vector<std::uint32_t> rest =
+          take_first(qualifying(domains.domain(Level::kNode, *last_node)), remaining);
+      gpus.insert(gpus.end(), rest.begin(), rest.end());
+      choice.status = PlacementStatus::kPlaced;
+      choice.gpus = std::move(gpus);
+      choice.level = kSeveralNodes;
+      choice.rule = "no single node fits; the fewest nodes that do: " +
+                    std::to_string(taken_nodes.size() + 1) +
+                    " (whole nodes with the most free GPUs first, then " +
+                    (node_order == Order::kBinpack ? "the tightest node for the rest"
+                                                   : "the next largest node for the rest") +
+                    ")";
+      return choice;
+    }
+    if (gpus.empty()) {
+      choice.reason = "no GPU is free of production jobs and reservations with " +
+                      size_text(job.mem_bytes) + " for the job";
+      choice.rule = choice.reason;
+      return choice;
+    }
+    std::sort(gpus.begin(), gpus.end());
+    choice.status = PlacementStatus::kReserved;
+    choice.reason = "only " + std::to_string(gpus.size()) + " of the " + gpus_word(need) +
+                    " it needs are free of production jobs and reservations; reserved them";
+    choice.rule = choice.reason + " (on the fewest nodes)";
+    choice.gpus = std::move(gpus);
+    choice.level = kSeveralNodes;
+    return choice;
+  }
+
+  // One node only: reserve on the node with the most qualifying GPUs.
+  std::vector<std::uint32_t> best;
+  domains.visit(Level::kNode, Order::kSpread, 1, [&](const Domain& d) {
+    if (d.free <= best.size()) return true;  // no later node can do better
+    std::vector<std::uint32_t> fit = qualifying(d);
+    if (fit.size() > best.size()) best = std::move(fit);
+    return false;
+  });
+  if (best.empty()) {
+    choice.reason = "no GPU is free of production jobs and reservations with " +
+                    size_text(job.mem_bytes) + " for the job";
+    choice.rule = choice.reason;
+    return choice;
+  }
+  choice.status = PlacementStatus::kReserved;
+  choice.reason = "no node has " + gpus_word(need) +
+                  " free of production jobs and reservations; "
+                  "reserved the " +
+                  std::to_string(best.size()) + " of node '" + node_name(best.front()) +
+                  "', the most on one node";
+  choice.rule = choice.reason;
+  choice.gpus = std::move(best);
+  choice.level = static_cast<int>(Level::kNode);
+  choice.domain = gpus[choice.gpus.front()].node;
+  return choice;
+}
+
+// --- 5. opportunistic -----------------------------------------------------------
+
+Choice Placer::State::choose_opportunistic(const Job& job) {
+  const Order gpu_order = job.gpu_order.value_or(cluster.policy.gpu_order);
+  const std::size_t need = static_cast<std::size_t>(job.gpus);
+  Choice choice;
+  std::vector<std::uint32_t> found;
+  std::size_t candidates = 0;  // for the message when there are too few
+  if (cluster.policy.multi_node || need == 1) {
+    load.visit_fits(gpu_order, job.mem_bytes, [&](std::uint32_t g) {
+      found.push_back(g);
+      return found.size() == need;
+    });
+    candidates = found.size();
+  } else {
+    // The first node to gather enough candidates, in candidate order.
+    std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> per_node;
+    load.visit_fits(gpu_order, job.mem_bytes, [&](std::uint32_t g) {
+      ++candidates;
+      std::vector<std::uint32_t>& on_node = per_node[gpus[g].node];
+      on_node.push_back(g);
+      if (on_node.size() < need) return false;
+      found = on_node;
+      return true;
+    });
+  }
+  std::ostringstream threshold;
+  threshold << cluster.policy.util_threshold;
+  if (found.size() < need) {
+    bool one_node = !cluster.policy.multi_node && need > 1 && candidates >= need;
+    choice.reason =
+        (candidates == 0   ? std::string("no GPU has")
+         : candidates == 1 ? std::string("only 1 GPU has")
+                           : "only " + gpus_word(static_cast<std::int64_t>(candidates)) + " have") +
+        " utilisation below " + threshold.str() + " and " + size_text(job.mem_bytes) + " free" +
+        (one_node ? ", and no node has " + std::to_string(need) : "");
+    choice.rule = choice.reason;
+    return choice;
+  }
+  choice.status = PlacementStatus::kPlaced;
+  choice.gpus = std::move(found);
+  choice.rule = "GPUs with utilisation below " + threshold.str() + " and " +
+                size_text(job.mem_bytes) + " free, " + order_rule(gpu_order, false);
+  return choice;
+}
+
+// --- 6. apply -------------------------------------------------------------------
+
+void Placer::State::apply(const Job& job, const std::string& tenant, JobClass job_class,
+                          const Choice& choice) {
+  std::uint32_t t = tenant_ids.at(tenant);
+  if (choice.status == PlacementStatus::kReserved) {
+    for (std::uint32_t g : choice.gpus) gpu(g).reservation = Reservation{job.id.text, tenant};
+    tenant_usage[t] += static_cast<std::int64_t>(choice.gpus.size());
+    reservations[job.id.text] = choice.gpus;
+    domains.set_free(choice.gpus, false);
+    return;
+  }
+  if (choice.status != PlacementStatus::kPlaced) return;
+  for (std::uint32_t g : choice.gpus) {
+    Gpu& gp = gpu(g);
+    gp.jobs.push_back(ResidentJob{job.id.text, job_class, tenant, job.mem_bytes});
+    gp.mem_used_bytes += job.mem_bytes;
+    gp.util = std::min(1.0, gp.util + job.util);
+    if (job_class == JobClass::kProduction) {
+      has_production[g] = 1;
+    } else {
+      ++ot_jobs[g];
+      ot_mem_bytes[g] += job.mem_bytes;
+    }
+    refresh_load(g);
+  }
+  if (job_class == JobClass::kProduction) {
+    tenant_usage[t] += static_cast<std::int64_t>(choice.gpus.size());
+    domains.set_free(choice.gpus, false);
+  }
+  running.insert(job.id.text);
+}
+
+std::vector<NodeGpus> Placer::State::by_node(const std::vector<std::uint32_t>& chosen) const {
+  std::vector<std::uint32_t> sorted = chosen;
+  std::sort(sorted.begin(), sorted.end());  // flat order: node name, then index
+  std::vector<NodeGpus> out;
+  for (std::uint32_t g : sorted) {
+    if (out.empty() || out.back().node != node_name(g)) out.push_back(NodeGpus{node_name(g), {}});
+    out.back().gpus.push_back(gpu(g).index);
+  }
+  return out;
+}
+
+// --- the placer -------------------------------------------------------------------
+
+Placer::Placer(Cluster cluster) : state_(std::make_unique<State>(std::move(cluster))) {}
+Placer::~Placer() = default;
+Placer::Placer(Placer&&) noexcept = default;
+Placer& Placer::operator=(Placer&&) noexcept = default;
+
+const Cluster& Placer::cluster() const { return state_->cluster; }
+
+Placement Placer::place(const Job& job, bool explain) {
+  State& s = *state_;
+  const std::string tenant = job.tenant.empty() ? s.cluster.policy.default_tenant : job.tenant;
+  if (Status ok = s.check(job, tenant); !ok) return input_error(job.id, ok.error().message);
+
+  Placement placement;
+  placement.job = job.id;
+  placement.tenant = tenant;
+  placement.mem_bytes = job.mem_bytes;
+
+  s.release_reservation(job.id.text);
+  ClassDecision decision = s.decide_class(job, tenant);
+  Choice choice;
+  if (!decision.job_class) {
+    choice.reason = decision.reason;
+    choice.rule = "refused before looking at GPUs";
+  } else if (*decision.job_class == JobClass::kProduction) {
+    choice = s.choose_production(job);
+  } else {
+    choice = s.choose_opportunistic(job);
+  }
+  // Explain first: it must see the state the choice saw.
+  if (explain) placement.explanation = s.explain(job, decision, choice);
+  if (decision.job_class) s.apply(job, tenant, *decision.job_class, choice);
+
+  placement.job_class = decision.job_class;
+  if (!decision.job_class) placement.job_class = JobClass::kProduction;
+  placement.status = choice.status;
+  placement.reason = choice.reason;
+  placement.nodes = s.by_node(choice.gpus);
+  return placement;
+}
+
+}  // namespace gpushare::place

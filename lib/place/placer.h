@@ -1,0 +1,82 @@
+// Algorithm 1 of AntMan (OSDI'20), as gpushare reads it: one job at a time,
+// in input order, each placement changing the state the next job sees.
+// The rules and every tie-break are in placer.cc and gpushare-place(1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "place/cluster.h"
+#include "place/job.h"
+
+namespace gpushare::place {
+
+enum class PlacementStatus { kPlaced, kReserved, kUnplaced };
+std::string_view to_string(PlacementStatus status);
+
+/// GPUs of one node a job was given (or reserved), by device index.
+struct NodeGpus {
+  std::string node;
+  std::vector<int> gpus;
+
+  bool operator==(const NodeGpus&) const = default;
+};
+
+/// Why GPUs were not chosen: one entry per run of GPUs on one node that
+/// share the reason, so an explanation stays short on large nodes.
+struct Rejection {
+  std::string node;
+  std::vector<int> gpus;
+  std::string reason;  ///< a code: production, reserved, memory, utilisation, ranked-lower
+  std::string detail;  ///< the reason in words, with the figures
+
+  bool operator==(const Rejection&) const = default;
+};
+
+struct Explanation {
+  std::string class_reason;  ///< how the class was decided
+  std::string choice;        ///< the rule that chose, or why nothing could be
+  std::vector<Rejection> rejected;
+};
+
+struct Placement {
+  std::optional<JobId> job;  ///< nullopt when the record had no usable id
+  PlacementStatus status = PlacementStatus::kUnplaced;
+  std::optional<JobClass> job_class;  ///< the class decided; unset for bad input
+  std::vector<NodeGpus> nodes;        ///< by node name; placed or reserved GPUs
+  std::string reason;                 ///< why it was reserved or left unplaced
+  bool input_error = false;           ///< the record itself was unusable
+  std::string tenant;
+  std::uint64_t mem_bytes = 0;
+  std::optional<Explanation> explanation;
+};
+
+/// An unusable record as a placement, so output keeps one record per input.
+Placement input_error(std::optional<JobId> job, std::string message);
+
+class Placer {
+ public:
+  /// Takes a cluster as the loader checks it (names unique, tenants known,
+  /// at most one production job per GPU).
+  explicit Placer(Cluster cluster);
+  ~Placer();
+  Placer(Placer&&) noexcept;
+  Placer& operator=(Placer&&) noexcept;
+
+  /// Places one job and updates the state. With `explain`, the placement
+  /// says why each GPU not chosen was rejected (O(GPUs) extra work).
+  Placement place(const Job& job, bool explain = false);
+
+  /// The cluster with every placement and reservation made so far.
+  const Cluster& cluster() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gpushare::place
