@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `watch` prints a sample record and the job records at each interval,
+# until --count samples or until interrupted (status 0 either way).
+. "$(dirname "$0")/common.inc"
+. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+
+start_coordinator
+start_job a GPUSHARE_JOB=a
+start_job b GPUSHARE_JOB=b
+
+start=$(now_ms)
+expect_exit 0 gpushare-ctl watch --interval 100ms --count 3
+elapsed=$(( $(now_ms) - start ))
+[ "$elapsed" -ge 200 ] || fail "3 samples 100 ms apart took only ${elapsed} ms"
+jq -se '[.[].kind] == ["sample","job","job","sample","job","job","sample","job","job"] and
+        ([.[] | select(.kind == "sample") | .sample] == [1,2,3]) and
+        all(.[] | select(.kind == "sample"); .jobs == 2 and .version == 1)' "$scratch/out" >/dev/null ||
+  fail "unexpected watch output: $(cat "$scratch/out")"
+
+# Interrupted: status 0, and the samples it printed.
+gpushare-ctl watch --interval 50ms >"$scratch/stream" &
+watcher=$!
+wait_for "two samples" 5 sh -c "[ \$(grep -c '\"kind\":\"sample\"' '$scratch/stream') -ge 2 ]"
+kill -INT "$watcher"
+status=0
+wait "$watcher" || status=$?
+[ "$status" -eq 0 ] || fail "an interrupted watch exited $status"
+
+expect_exit 0 gpushare-ctl watch --interval 10ms --count 2 --format table
+[ "$(grep -c '^ID ' "$scratch/out")" -eq 2 ] || fail "expected two table headers"
+
+expect_exit 2 gpushare-ctl watch --interval 0s
+expect_exit 2 gpushare-ctl watch --interval soon
+
+# The coordinator going away ends a watch with status 1.
+gpushare-ctl watch --interval 20ms >/dev/null 2>"$scratch/watch-err" &
+watcher=$!
+wait_for "the watch to start" 5 sh -c "[ \$(gpushare-ctl ls | jq -s length) -eq 2 ]"
+stop_coordinator
+status=0
+wait "$watcher" || status=$?
+[ "$status" -eq 1 ] || fail "a watch whose coordinator stopped exited $status"
+expect_grep "^gpushare-ctl: error: the coordinator on .* went away$" "$scratch/watch-err"
