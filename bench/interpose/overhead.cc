@@ -8,10 +8,14 @@
 // so the interposed side pays exactly the hook: the call into our exported
 // symbol, the hook's work, and the call through to the real driver.
 //
-//   gpushare-bench-interpose [--iterations N] [--repeats R] [--interposer SO] [--sim-dir DIR]
+//   gpushare-bench-interpose [--iterations N] [--repeats R] [--interposer SO]
+//                            [--sim-dir DIR | --real]
 //
 // prints one JSON record (kind "bench"). Defaults find the installed
-// interposer and simulated driver relative to this executable.
+// interposer and simulated driver relative to this executable; --real
+// measures against the system's driver instead. The program is linked to
+// libcuda.so.1, so run it with LD_LIBRARY_PATH=P/lib/gpushare/sim where no
+// driver is installed.
 #include <cuda.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -99,7 +103,11 @@ Sample run_child(const std::string& self, long iterations, const std::string& si
     if (std::strncmp(*entry, "LD_LIBRARY_PATH=", 16) == 0) continue;
     environment.emplace_back(*entry);
   }
-  environment.push_back("LD_LIBRARY_PATH=" + sim_dir);
+  if (!sim_dir.empty()) {
+    environment.push_back("LD_LIBRARY_PATH=" + sim_dir);
+  } else if (const char* inherited = std::getenv("LD_LIBRARY_PATH")) {
+    environment.push_back(std::string("LD_LIBRARY_PATH=") + inherited);
+  }
   if (preload != nullptr) environment.push_back(std::string("LD_PRELOAD=") + preload);
   std::vector<char*> envp;
   for (std::string& entry : environment) envp.push_back(entry.data());
@@ -149,8 +157,17 @@ int main(int argc, char** argv) {
   std::string libdir = directory_of(directory_of(self));  // P/lib/gpushare
   std::string interposer = libdir + "/libgpushare-interpose.so";
   std::string sim_dir = libdir + "/sim";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string option = argv[i];
+    if (option == "--real") {
+      sim_dir.clear();
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "gpushare-bench-interpose: error: %s needs a value\n", argv[i]);
+      return 2;
+    }
     if (option == "--iterations") iterations = std::atol(argv[i + 1]);
     else if (option == "--repeats") repeats = std::atoi(argv[i + 1]);
     else if (option == "--interposer") interposer = argv[i + 1];
@@ -175,13 +192,13 @@ int main(int argc, char** argv) {
   double launch_overhead = best_hooked.launch_ns - best_base.launch_ns;
   double alloc_overhead = best_hooked.alloc_ns - best_base.alloc_ns;
   std::printf(
-      "{\"kind\":\"bench\",\"version\":1,\"name\":\"interpose-overhead\",\"driver\":\"simulated\","
+      "{\"kind\":\"bench\",\"version\":1,\"name\":\"interpose-overhead\",\"driver\":\"%s\","
       "\"iterations\":%ld,\"repeats\":%d,"
       "\"launch_ns_baseline\":%.1f,\"launch_ns_interposed\":%.1f,\"launch_overhead_ns\":%.1f,"
       "\"launch_budget_ns\":25,"
       "\"alloc_free_ns_baseline\":%.1f,\"alloc_free_ns_interposed\":%.1f,\"alloc_overhead_ns\":%.1f,"
       "\"alloc_budget_ns\":300,\"within_budget\":%s}\n",
-      iterations, repeats, best_base.launch_ns, best_hooked.launch_ns, launch_overhead,
+      sim_dir.empty() ? "system" : "simulated", iterations, repeats, best_base.launch_ns, best_hooked.launch_ns, launch_overhead,
       best_base.alloc_ns, best_hooked.alloc_ns, alloc_overhead,
       launch_overhead <= 25 && alloc_overhead <= 300 ? "true" : "false");
   return 0;

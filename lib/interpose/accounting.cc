@@ -13,14 +13,14 @@ bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
     if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
     if (held_.compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
                                     std::memory_order_relaxed)) {
-      note_peak(wanted);
+      note(wanted);
       return true;
     }
   }
 }
 
 void DeviceBudget::charge(std::uint64_t bytes) {
-  note_peak(held_.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+  note(held_.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
 }
 
 void DeviceBudget::release(std::uint64_t bytes) {
@@ -29,6 +29,7 @@ void DeviceBudget::release(std::uint64_t bytes) {
     std::uint64_t next = held > bytes ? held - bytes : 0;
     if (held_.compare_exchange_weak(held, next, std::memory_order_acq_rel,
                                     std::memory_order_relaxed)) {
+      if (mirror_ != nullptr) mirror_->store(next, std::memory_order_relaxed);
       return;
     }
   }
@@ -37,9 +38,11 @@ void DeviceBudget::release(std::uint64_t bytes) {
 void DeviceBudget::reset() {
   held_.store(0, std::memory_order_relaxed);
   peak_.store(0, std::memory_order_relaxed);
+  if (mirror_ != nullptr) mirror_->store(0, std::memory_order_relaxed);
 }
 
-void DeviceBudget::note_peak(std::uint64_t held) {
+void DeviceBudget::note(std::uint64_t held) {
+  if (mirror_ != nullptr) mirror_->store(held, std::memory_order_relaxed);
   std::uint64_t peak = peak_.load(std::memory_order_relaxed);
   while (held > peak &&
          !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {

@@ -37,11 +37,15 @@ class DeviceBudget {
   std::uint64_t held() const { return held_.load(std::memory_order_relaxed); }
   std::uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
   void reset();
+  /// Also stores every new held value into `mirror` (the telemetry the
+  /// coordinator reads); nullptr for none.
+  void set_mirror(std::atomic<std::uint64_t>* mirror) { mirror_ = mirror; }
 
  private:
-  void note_peak(std::uint64_t held);
+  void note(std::uint64_t held);
   std::atomic<std::uint64_t> held_{0};
   std::atomic<std::uint64_t> peak_{0};
+  std::atomic<std::uint64_t>* mirror_ = nullptr;
 };
 
 /// What a job is shown of a device's memory.

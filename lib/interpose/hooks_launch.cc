@@ -1,19 +1,11 @@
 // Launch hooks: the hot path. Budget: 25 ns added per launch
-// (bench/interpose). One relaxed atomic increment on process-local memory
-// and a call through a pointer resolved at load time: no syscall, lock,
-// getenv, IPC or NVML here.
+// (bench/interpose). before_launch() is one relaxed atomic increment on
+// process-local memory and one load of the paused flag in the shared
+// limits page; then a call through a pointer resolved at load time. No
+// syscall, lock, getenv, IPC or NVML here (a paused job waits on a futex).
 #include "interpose/hooks.h"
 
 using namespace gpushare::interpose;
-
-namespace {
-
-inline void before_launch() {
-  if (g_runtime.settings.disabled) return;
-  g_runtime.launches.fetch_add(1, std::memory_order_relaxed);
-}
-
-}  // namespace
 
 CUresult gs_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                            unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "coord/client/client.h"
 #include "interpose/log.h"
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
@@ -21,6 +22,30 @@ namespace {
 
 pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+// The counters the coordinator client copies into the job's telemetry page.
+coord::LocalCounters g_counters;
+
+void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
+
+// Registers with the node coordinator (bounded; never fails the job): from
+// then on the coordinator's limits and pause apply.
+void start_coordinator_client(int count) {
+  const Settings& settings = g_runtime.settings;
+  coord::JobIdentity job;
+  job.name = settings.job_name[0] != '\0' ? settings.job_name : nullptr;
+  job.qos = qos_name(settings.qos);
+  job.socket_path = settings.socket_path[0] != '\0' ? settings.socket_path : nullptr;
+  job.log = &log_coordinator_line;
+  job.device_count = count;
+  for (int index = 0; index < count; ++index) {
+    const Device& device = g_runtime.devices[index];
+    std::memcpy(job.devices[index].uuid, device.uuid.bytes, 16);
+    job.devices[index].mem_total_bytes = device.physical_total;
+    job.devices[index].requested_limit_bytes = device.start_limit;
+  }
+  coord::client_start(job, &g_counters);
+}
 
 void format_uuid(const CUuuid& uuid, char* text) {  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   static const char kHex[] = "0123456789abcdef";
@@ -61,7 +86,7 @@ void load_driver() {
   real.real_cuDeviceGetUuid_v2 =
       reinterpret_cast<PFN_cuDeviceGetUuid_v11040>(real_dlsym(rt.libcuda, "cuDeviceGetUuid_v2"));
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
-           rt.settings.job_name);
+           rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
   rt.driver_loaded.store(true, std::memory_order_release);
 }
 
@@ -97,7 +122,11 @@ void enumerate_devices() {
                static_cast<unsigned long long>(device.start_limit));
     }
   }
+  for (int index = 0; index < count; ++index) {
+    rt.devices[index].budget.set_mirror(&g_counters.mem_used_bytes[index]);
+  }
   rt.device_count.store(count, std::memory_order_release);
+  start_coordinator_client(count);
 }
 
 void reset_after_fork() {
@@ -112,7 +141,7 @@ void reset_after_fork() {
   rt.allocations.clear();
   rt.handles.clear();
   rt.contexts.clear();
-  rt.launches.store(0, std::memory_order_relaxed);
+  g_counters.launches.store(0, std::memory_order_relaxed);
   rt.device_count.store(-1, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&rt.context_mutex, &fresh, sizeof fresh);
@@ -161,9 +190,12 @@ std::uint64_t current_context() {
   return reinterpret_cast<std::uint64_t>(context);
 }
 
-std::uint64_t effective_limit(int device) {
-  if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  return g_runtime.devices[device].start_limit;
+std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
+
+void before_launch() {
+  if (g_runtime.settings.disabled) return;
+  g_counters.launches.fetch_add(1, std::memory_order_relaxed);
+  if (coord::paused()) coord::wait_while_paused();
 }
 
 bool process_device_usage(int device, std::uint64_t* bytes) {

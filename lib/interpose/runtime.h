@@ -53,7 +53,6 @@ struct Runtime {
   std::atomic<bool> driver_loaded{false};
   std::atomic<int> device_count{-1};  ///< -1 until cuInit succeeded
   Device devices[kMaxDevices];
-  std::atomic<std::uint64_t> launches{0};
   AllocationTable allocations;  ///< device pointers: plain, pitch, managed, async
   AllocationTable handles;      ///< VMM handles and arrays
   AllocationTable contexts;     ///< ordinary contexts -> their own memory
@@ -77,8 +76,11 @@ int current_device();
 std::uint64_t current_context();
 
 /// The limit in force on a device: the coordinator's when it set one,
-/// else the job's starting limit.
+/// else the job's starting limit. Lock-free loads only.
 std::uint64_t effective_limit(int device);
+
+/// Counts a launch and waits while the coordinator has paused the job.
+void before_launch();
 
 /// This process's device memory as the driver's NVML sees it (contexts
 /// included), or false where NVML cannot tell.

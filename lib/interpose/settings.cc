@@ -92,9 +92,10 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     settings->has_mem_limit = true;
   }
 
-  const char* job = getenv("GPUSHARE_JOB");
-  copy_bounded(settings->job_name, sizeof settings->job_name,
-               job != nullptr && *job != '\0' ? job : "unnamed");
+  // Empty when unset: the coordinator client then names the job after the process.
+  if (const char* job = getenv("GPUSHARE_JOB"); job != nullptr) {
+    copy_bounded(settings->job_name, sizeof settings->job_name, job);
+  }
   if (const char* socket = getenv("GPUSHARE_SOCKET"); socket != nullptr) {
     if (std::strlen(socket) >= sizeof settings->socket_path) {
       std::snprintf(settings->error, sizeof settings->error,

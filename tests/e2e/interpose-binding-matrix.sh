@@ -5,7 +5,7 @@
 # per-thread-default-stream flag. Without the interposer the same program
 # gets both allocations, so this test can fail.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 
 # Control: no interposer, no limit.
 "$gs_client" --bind dlsym alloc 600MiB alloc 600MiB >"$scratch/out"

@@ -2,7 +2,7 @@
 # A context's own memory counts against the job's limit: with 300 MiB per
 # context, a 1 GiB job has 724 MiB left for its allocations, and is told so.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 mib=$((1024 * 1024))
 
 client GPUSHARE_SIM_CTX_OVERHEAD=300MiB GPUSHARE_MEM_LIMIT=1GiB -- \

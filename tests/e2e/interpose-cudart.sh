@@ -6,7 +6,7 @@
 # asserts from the interposer's debug log that those lookups were answered
 # with our wrappers; the program itself is expected to fail afterwards.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 [ -x "$nvcc" ] || skip "nvcc is not installed"
 

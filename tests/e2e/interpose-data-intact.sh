@@ -2,7 +2,7 @@
 # A job that allocates up to its limit keeps its data intact: refusing the
 # allocation over the limit touches nothing it already holds.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 
 client GPUSHARE_MEM_LIMIT=256MiB -- "$gs_client" --bind resolver \
   alloc 100MiB managed 100MiB async 50MiB fill alloc 10MiB managed 10MiB check

@@ -3,7 +3,7 @@
 # bytes back: plain, pitch, managed, stream-ordered (default pool and
 # explicit pool), virtual memory (cuMemCreate) and arrays.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 
 for family in alloc managed async pool vmm; do
   client GPUSHARE_MEM_LIMIT=1GiB -- "$gs_client" --bind resolver "$family" 768MiB "$family" 512MiB \

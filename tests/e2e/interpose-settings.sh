@@ -3,7 +3,7 @@
 # unlimited; GPUSHARE_DISABLE=1 passes everything through; GPUSHARE_LOG
 # controls the log, prefixed gpushare[PID].
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 
 for bad in 8XB -1 0 150% ""; do
   status=0

@@ -2,7 +2,7 @@
 # Many threads allocating at once at the limit never exceed it together
 # (reserve before allocate), and nothing but out-of-memory is reported.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 
 limit=$((1024 * 1024 * 1024))
 for round in 1 2 3; do

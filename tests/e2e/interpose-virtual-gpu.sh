@@ -3,7 +3,7 @@
 # our dlsym) all report total = min(limit, physical), used = what the job
 # holds, free = total - used, never negative, never above physical.
 . "$(dirname "$0")/common.inc"
-. "$(dirname "$0")/interpose.inc"
+. "$e2e_dir/interpose.inc"
 gib=$((1024 * 1024 * 1024))
 
 client GPUSHARE_MEM_LIMIT=2GiB -- "$gs_client" meminfo totalmem nvml alloc 512MiB meminfo nvml

@@ -111,9 +111,12 @@ void bind_api(const Binding& binding, Api* api) {
   } else if (binding.mode != "dlsym") {
     die("--bind must be dlsym, resolver or resolver-v1");
   }
-  auto get = [&](const char* base, const char* exported, int since) -> void* {
+  // `since` is the first version of the ABI this client calls; `until`, when
+  // set, the last (cuCtxSynchronize changed to take a context at 13000).
+  auto get = [&](const char* base, const char* exported, int since, int until = 0) -> void* {
     void* pointer = nullptr;
     int version = binding.version < since ? since : binding.version;
+    if (until != 0 && version > until) version = until;
     if (resolve_v2 != nullptr) {
       CUdriverProcAddressQueryResult status;
       if (resolve_v2(base, &pointer, version, binding.flags, &status) != CUDA_SUCCESS) return nullptr;
@@ -124,8 +127,8 @@ void bind_api(const Binding& binding, Api* api) {
     }
     return pointer;
   };
-#define GS_GET(field, base, exported, since) \
-  api->field = reinterpret_cast<decltype(api->field)>(get(base, exported, since))
+#define GS_GET(field, base, exported, ...) \
+  api->field = reinterpret_cast<decltype(api->field)>(get(base, exported, __VA_ARGS__))
   GS_GET(init, "cuInit", "cuInit", 2000);
   GS_GET(device_get, "cuDeviceGet", "cuDeviceGet", 2000);
   GS_GET(primary_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 7000);
@@ -151,7 +154,7 @@ void bind_api(const Binding& binding, Api* api) {
   GS_GET(module_load, "cuModuleLoadData", "cuModuleLoadData", 2000);
   GS_GET(module_function, "cuModuleGetFunction", "cuModuleGetFunction", 2000);
   GS_GET(launch, "cuLaunchKernel", "cuLaunchKernel", 4000);
-  GS_GET(ctx_sync, "cuCtxSynchronize", "cuCtxSynchronize", 2000);
+  GS_GET(ctx_sync, "cuCtxSynchronize", "cuCtxSynchronize", 2000, 12999);
 #undef GS_GET
 }
 #endif
