@@ -120,7 +120,6 @@ int watch(const CtlOptions& options) {
   sigaddset(&mask, SIGTERM);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int signals = signalfd(-1, &mask, SFD_CLOEXEC);
-  signal(SIGPIPE, SIG_IGN);
 
   Result<coord::CtlConnection> connection = connect(options);
   if (!connection) {

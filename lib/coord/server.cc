@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include "common/units.h"
 #include "coord/line_buffer.h"
@@ -26,6 +28,7 @@ namespace {
 constexpr std::uint64_t kTagListen = 1;
 constexpr std::uint64_t kTagStop = 2;
 constexpr std::uint64_t kTagIdle = 3;
+constexpr std::uint64_t kTagSweep = 4;
 constexpr std::uint64_t kFirstConnection = 16;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
@@ -82,6 +85,7 @@ struct Server::Impl {
     std::uint64_t job_id = 0;
     int pidfd = -1;
     bool want_write = false;
+    std::uint64_t accepted_ns = 0;
   };
 
   ServerOptions options;
@@ -89,13 +93,16 @@ struct Server::Impl {
   Registry registry;
   int epoll_fd = -1;
   int idle_fd = -1;
+  int sweep_fd = -1;
   std::unordered_map<std::uint64_t, Connection> connections;
+  std::unordered_map<uid_t, std::size_t> connections_per_uid;
   std::uint64_t next_key = kFirstConnection;
 
   Impl(ServerOptions o, Listener l) : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
   ~Impl() {
     for (auto& [key, connection] : connections) close_fds(connection);
     if (idle_fd >= 0) close(idle_fd);
+    if (sweep_fd >= 0) close(sweep_fd);
     if (epoll_fd >= 0) close(epoll_fd);
   }
 
@@ -121,6 +128,15 @@ struct Server::Impl {
     if (options.stop_fd >= 0) {
       if (Status ok = watch(options.stop_fd, kTagStop, EPOLLIN); !ok) return ok;
     }
+    sweep_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (sweep_fd < 0) return os_error("timerfd_create");
+    // Sweep often enough to honour the first-message timeout within half of it.
+    std::int64_t period = std::clamp<std::int64_t>(options.first_message_timeout.count() / 2,
+                                                   1'000'000, 1'000'000'000);
+    timespec interval{period / 1000000000, period % 1000000000};
+    itimerspec sweeping{interval, interval};
+    timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
+    if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
     if (options.idle_exit) {
       idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
       if (idle_fd < 0) return os_error("timerfd_create");
@@ -162,6 +178,7 @@ struct Server::Impl {
       arm_idle_timer();
     }
     close_fds(c);  // closing removes the descriptors from the epoll set
+    if (--connections_per_uid[c.peer.uid] == 0) connections_per_uid.erase(c.peer.uid);
     connections.erase(it);
   }
 
@@ -219,17 +236,27 @@ struct Server::Impl {
         if (errno != EAGAIN) warning(std::string("accept: ") + std::strerror(errno));
         return;
       }
-      if (connections.size() >= options.max_connections) {
+      Caller peer = peer_credentials(fd);
+      // No user but root may hold more than a quarter of the connections.
+      std::size_t per_user_cap = peer.uid == 0 ? options.max_connections
+                                               : std::max<std::size_t>(options.max_connections / 4, 1);
+      if (connections.size() >= options.max_connections ||
+          connections_per_uid[peer.uid] >= per_user_cap) {
+        warning("refused a connection from pid " + std::to_string(peer.pid) + " uid " +
+                std::to_string(peer.uid) + ": too many connections");
         std::string line = encode_error("too many connections", "busy");
         ssize_t ignored = send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)ignored;
         close(fd);
+        if (connections_per_uid[peer.uid] == 0) connections_per_uid.erase(peer.uid);
         continue;
       }
       std::uint64_t key = next_key++;
       Connection& c = connections[key];
       c.fd = fd;
-      c.peer = peer_credentials(fd);
+      c.peer = std::move(peer);
+      c.accepted_ns = now_ns();
+      ++connections_per_uid[c.peer.uid];
       if (!watch(fd, key * 2, EPOLLIN)) drop(key, "could not be watched");
     }
   }
@@ -260,6 +287,22 @@ struct Server::Impl {
   }
 
   // Returns false when the connection was dropped.
+  // Drops connections that have not said what they are in time.
+  void sweep() {
+    std::uint64_t expirations;
+    ssize_t ignored = read(sweep_fd, &expirations, sizeof expirations);
+    (void)ignored;
+    std::uint64_t now = now_ns();
+    std::vector<std::uint64_t> late;
+    for (const auto& [key, c] : connections) {
+      auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
+      if (c.role == Role::kNew && now - c.accepted_ns > timeout) late.push_back(key);
+    }
+    for (std::uint64_t key : late) {
+      reject(key, connections.at(key), "no complete message in time after connecting");
+    }
+  }
+
   bool handle_line(std::uint64_t key, Connection& c, const std::string& line) {
     Result<Request> request = parse_request(line);
     if (!request) {
@@ -403,6 +446,8 @@ Result<StopReason> Server::run() {
         s.accept_all();
       } else if (tag == kTagStop) {
         return StopReason::kStopRequested;
+      } else if (tag == kTagSweep) {
+        s.sweep();
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);

@@ -35,7 +35,12 @@ struct ServerOptions {
   /// The loop ends when this descriptor becomes readable (a signalfd, an
   /// eventfd); -1 for none.
   int stop_fd = -1;
+  /// At most this many connections; a user other than root may hold a
+  /// quarter of them. Beyond, a connection gets a "busy" error.
   std::size_t max_connections = 4096;
+  /// A connection that has not sent a complete first message by then is
+  /// dropped, so idle connections cannot pile up and lock others out.
+  std::chrono::nanoseconds first_message_timeout = std::chrono::seconds(5);
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;
