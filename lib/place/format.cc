@@ -1,6 +1,7 @@
 #include "place/format.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "common/jsonl.h"
@@ -8,18 +9,71 @@
 namespace gpushare::place {
 namespace {
 
-using nlohmann::ordered_json;
+// Records are written by hand rather than built as a JSON tree: with
+// 100,000 jobs, the tree's allocations cost as much as placing them.
 
-ordered_json id_json(const Placement& placement) {
-  if (!placement.job) return nullptr;
-  if (placement.job->number) return *placement.job->number;
-  return placement.job->text;
+/// Appends `text` as a JSON string, escaped as nlohmann escapes it.
+void append_string(std::string& out, std::string_view text) {
+  for (unsigned char c : text) {
+    if (c >= 0x80) {
+      // Names and ids arrive validated as UTF-8 by the TOML and JSON
+      // parsers; anything else takes the careful path (U+FFFD for bad bytes).
+      out += dump_compact(nlohmann::ordered_json(std::string(text)));
+      return;
+    }
+  }
+  out += '"';
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escape[8];
+          std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+          out += escape;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
 }
 
-ordered_json gpus_json(const std::vector<int>& gpus) {
-  ordered_json out = ordered_json::array();
-  for (int g : gpus) out.push_back(g);
-  return out;
+/// Appends ,"key":"value".
+void append_field(std::string& out, std::string_view key, std::string_view value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  append_string(out, value);
+}
+
+void append_gpus(std::string& out, const std::vector<int>& gpus) {
+  out += '[';
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(gpus[i]);
+  }
+  out += ']';
 }
 
 std::string joined(const std::vector<int>& values, char separator) {
@@ -34,35 +88,53 @@ std::string joined(const std::vector<int>& values, char separator) {
 }  // namespace
 
 std::string placement_json(const Placement& placement) {
-  ordered_json fields = ordered_json::object();
-  fields["job"] = id_json(placement);
-  fields["status"] = to_string(placement.status);
-  if (placement.job_class) fields["class"] = to_string(*placement.job_class);
-  if (!placement.tenant.empty()) fields["tenant"] = placement.tenant;
-  if (placement.nodes.size() == 1) {
-    fields["node"] = placement.nodes.front().node;
-    fields["gpus"] = gpus_json(placement.nodes.front().gpus);
-  } else if (placement.nodes.size() > 1) {
-    ordered_json nodes = ordered_json::array();
-    for (const NodeGpus& n : placement.nodes) {
-      nodes.push_back(ordered_json{{"node", n.node}, {"gpus", gpus_json(n.gpus)}});
-    }
-    fields["nodes"] = std::move(nodes);
+  std::string out = "{\"kind\":\"placement\",\"version\":1,\"job\":";
+  if (!placement.job) {
+    out += "null";
+  } else if (placement.job->number) {
+    out += std::to_string(*placement.job->number);
+  } else {
+    append_string(out, placement.job->text);
   }
-  if (!placement.reason.empty()) fields["reason"] = placement.reason;
+  append_field(out, "status", to_string(placement.status));
+  if (placement.job_class) append_field(out, "class", to_string(*placement.job_class));
+  if (!placement.tenant.empty()) append_field(out, "tenant", placement.tenant);
+  if (placement.nodes.size() == 1) {
+    append_field(out, "node", placement.nodes.front().node);
+    out += ",\"gpus\":";
+    append_gpus(out, placement.nodes.front().gpus);
+  } else if (placement.nodes.size() > 1) {
+    out += ",\"nodes\":[";
+    for (std::size_t i = 0; i < placement.nodes.size(); ++i) {
+      out += i > 0 ? ",{\"node\":" : "{\"node\":";
+      append_string(out, placement.nodes[i].node);
+      out += ",\"gpus\":";
+      append_gpus(out, placement.nodes[i].gpus);
+      out += '}';
+    }
+    out += ']';
+  }
+  if (!placement.reason.empty()) append_field(out, "reason", placement.reason);
   if (placement.explanation) {
     const Explanation& e = *placement.explanation;
-    ordered_json rejected = ordered_json::array();
-    for (const Rejection& r : e.rejected) {
-      rejected.push_back(ordered_json{{"node", r.node},
-                                      {"gpus", gpus_json(r.gpus)},
-                                      {"reason", r.reason},
-                                      {"detail", r.detail}});
+    out += ",\"explain\":{\"class\":";
+    append_string(out, e.class_reason);
+    append_field(out, "choice", e.choice);
+    out += ",\"rejected\":[";
+    for (std::size_t i = 0; i < e.rejected.size(); ++i) {
+      const Rejection& r = e.rejected[i];
+      out += i > 0 ? ",{\"node\":" : "{\"node\":";
+      append_string(out, r.node);
+      out += ",\"gpus\":";
+      append_gpus(out, r.gpus);
+      append_field(out, "reason", r.reason);
+      append_field(out, "detail", r.detail);
+      out += '}';
     }
-    fields["explain"] = ordered_json{
-        {"class", e.class_reason}, {"choice", e.choice}, {"rejected", std::move(rejected)}};
+    out += "]}";
   }
-  return to_json_line("placement", 1, fields);
+  out += '}';
+  return out;
 }
 
 std::string shell_quote(std::string_view text) {

@@ -243,28 +243,34 @@ ClassDecision Placer::State::decide_class(const Job& job, const std::string& ten
   std::int64_t usage = tenant_usage[t];
   std::int64_t quota = cluster.tenants[t].quota_gpus;
   bool within = usage + job.gpus <= quota;
-  std::string standing = "tenant '" + tenant + "' holds " + std::to_string(usage) + " of its " +
-                         std::to_string(quota) + " quota GPUs and the job needs " +
-                         std::to_string(job.gpus);
+  // The words cost more than the decision: build them only when someone
+  // reads them (a refusal, or --explain).
+  auto standing = [&] {
+    return "tenant '" + tenant + "' holds " + std::to_string(usage) + " of its " +
+           std::to_string(quota) + " quota GPUs and the job needs " + std::to_string(job.gpus);
+  };
   switch (job.hint) {
     case ClassHint::kOpportunistic:
       return {JobClass::kOpportunistic, "opportunistic, as asked"};
     case ClassHint::kProduction:
-      if (within) return {JobClass::kProduction, "production, as asked; " + standing};
-      return {std::nullopt, "over quota: " + standing};
+      if (!within) return {std::nullopt, "over quota: " + standing()};
+      return {JobClass::kProduction, explaining ? "production, as asked; " + standing() : ""};
     case ClassHint::kAuto:
       break;
   }
   const auto& threshold = cluster.policy.queue_threshold;
   if (threshold && job.queued_s && *job.queued_s * 1e9 >= static_cast<double>(threshold->count())) {
+    if (!explaining) return {JobClass::kOpportunistic, ""};
     std::ostringstream text;
     text << "auto: queued " << *job.queued_s << " s, at least [policy] queue_threshold ("
          << static_cast<double>(threshold->count()) / 1e9 << " s), so opportunistic";
     return {JobClass::kOpportunistic, text.str()};
   }
-  if (within)
-    return {JobClass::kProduction, "auto: within quota (" + standing + "), so production"};
-  return {JobClass::kOpportunistic, "auto: over quota (" + standing + "), so opportunistic"};
+  if (!explaining) return {within ? JobClass::kProduction : JobClass::kOpportunistic, ""};
+  if (within) {
+    return {JobClass::kProduction, "auto: within quota (" + standing() + "), so production"};
+  }
+  return {JobClass::kOpportunistic, "auto: over quota (" + standing() + "), so opportunistic"};
 }
 
 // --- 4. production --------------------------------------------------------------
@@ -302,6 +308,7 @@ Choice Placer::State::choose_production(const Job& job) const {
       return true;
     });
     if (choice.status == PlacementStatus::kPlaced) {
+      if (!explaining) return choice;
       const std::string& node = node_name(choice.gpus.front());
       const Domain& d = domains.domain(level, choice.domain);
       std::string where = level == Level::kNode ? "node '" + node + "'"
@@ -354,6 +361,7 @@ Choice Placer::State::choose_production(const Job& job) const {
       choice.status = PlacementStatus::kPlaced;
       choice.gpus = std::move(gpus);
       choice.level = kSeveralNodes;
+      if (!explaining) return choice;
       choice.rule = "no single node fits; the fewest nodes that do: " +
                     std::to_string(taken_nodes.size() + 1) +
                     " (whole nodes with the most free GPUs first, then " +
@@ -446,6 +454,7 @@ Choice Placer::State::choose_opportunistic(const Job& job) {
   }
   choice.status = PlacementStatus::kPlaced;
   choice.gpus = std::move(found);
+  if (!explaining) return choice;
   choice.rule = "GPUs with utilisation below " + threshold.str() + " and " +
                 size_text(job.mem_bytes) + " free, " + order_rule(gpu_order, false);
   return choice;
@@ -514,6 +523,7 @@ Placement Placer::place(const Job& job, bool explain) {
   placement.tenant = tenant;
   placement.mem_bytes = job.mem_bytes;
 
+  s.explaining = explain;
   s.release_reservation(job.id.text);
   ClassDecision decision = s.decide_class(job, tenant);
   Choice choice;

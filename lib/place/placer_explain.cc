@@ -19,6 +19,10 @@ std::string number(double value) {
   return out.str();
 }
 
+std::string jobs_text(std::size_t jobs) {
+  return jobs == 1 ? "1 job" : std::to_string(jobs) + " jobs";
+}
+
 }  // namespace
 
 Explanation Placer::State::explain(const Job& job, const ClassDecision& decision,
@@ -98,8 +102,8 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
       reject(g, "ranked-lower",
              ranks_before_a_chosen
                  ? "qualifies, but its node has too few such GPUs and multi_node is false"
-                 : "load (utilisation " + number(gp.util) + ", " + std::to_string(gp.jobs.size()) +
-                       " jobs, " + size_text(gp.mem_used_bytes) +
+                 : "load (utilisation " + number(gp.util) + ", " + jobs_text(gp.jobs.size()) +
+                       ", " + size_text(gp.mem_used_bytes) +
                        " used) ranks after the chosen GPUs by " + gpu_rule);
     }
   }

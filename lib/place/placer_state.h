@@ -62,6 +62,9 @@ struct Placer::State {
 
   LoadIndex load;
   DomainIndex domains;
+  /// Whether the job being placed is explained: rules and class reasons
+  /// are then put in words, which otherwise costs more than placing.
+  bool explaining = false;
 
   Gpu& gpu(std::uint32_t g) { return cluster.nodes[rank_to_node[gpus[g].node]].gpus[gpus[g].slot]; }
   const Gpu& gpu(std::uint32_t g) const {

@@ -222,3 +222,18 @@ TEST_CASE("write_state replaces the file whole, or says why it cannot", "[place]
   std::remove(path.c_str());
   rmdir(dir_template);
 }
+
+TEST_CASE("strings in records are escaped as any JSON reader expects", "[place][output]") {
+  Placement p = placed(JobClass::kOpportunistic, {{"n\xc3\xb1", {0}}});
+  p.job = gpushare::place::JobId{"a\"b\\c\n\t\x01/", {}};
+  p.tenant = "bad \xff byte";
+  p.reason = "line\r\nbreak\b\f";
+  p.status = PlacementStatus::kReserved;
+  auto record = nlohmann::json::parse(placement_json(p));
+  CHECK(record["job"] == "a\"b\\c\n\t\x01/");
+  CHECK(record["node"] == "n\xc3\xb1");
+  CHECK(record["tenant"] == "bad \xef\xbf\xbd byte");  // U+FFFD for the bad byte
+  CHECK(record["reason"] == "line\r\nbreak\b\f");
+  // The same text nlohmann itself would write.
+  CHECK(placement_json(p).find(nlohmann::json("a\"b\\c\n\t\x01/").dump()) != std::string::npos);
+}
