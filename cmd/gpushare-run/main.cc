@@ -17,6 +17,7 @@
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
+#include "runner/coordinator.h"
 #include "runner/launch.h"
 
 namespace {
@@ -25,6 +26,7 @@ namespace exit_status = gpushare::exit_status;
 
 struct RunOptions {
   gpushare::RunRequest request;
+  bool no_coordinator = false;
 };
 
 std::string own_executable() {
@@ -46,6 +48,26 @@ bool file_exists(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
+// Makes sure a coordinator listens where the job will look for one,
+// starting a per-user one if needed. Never fatal: without a coordinator the
+// job still enforces the limits it starts with.
+void ensure_coordinator(const std::string& executable, gpushare::LaunchPlan* plan) {
+  gpushare::Result<gpushare::CoordinatorPlan> coordinator = gpushare::plan_coordinator();
+  if (!coordinator) {
+    gpushare::diag::warning(coordinator.error().message);
+    return;
+  }
+  if (!coordinator->warning.empty()) gpushare::diag::warning(coordinator->warning);
+  if (coordinator->start) {
+    std::string ctl = executable.substr(0, executable.rfind('/')) + "/gpushare-ctl";
+    const char* grace = std::getenv("GPUSHARE_COORDINATOR_IDLE_GRACE");
+    gpushare::Status started =
+        gpushare::start_coordinator(ctl, *coordinator, grace != nullptr ? grace : "", 2000);
+    if (!started) gpushare::diag::warning(started.error().message);
+  }
+  plan->environment.emplace_back("GPUSHARE_SOCKET", coordinator->socket_path);
+}
+
 int exec_command(const gpushare::LaunchPlan& plan) {
   for (const auto& [key, value] : plan.environment) setenv(key.c_str(), value.c_str(), 1);
   std::vector<char*> argv;
@@ -65,8 +87,9 @@ int run(RunOptions& options) {
     return exit_status::kRunFailed;
   }
   // Find the interposer next to this executable, as installed.
+  std::string executable = own_executable();
   gpushare::Result<gpushare::InstallPaths> paths =
-      gpushare::locate_install(own_executable(), std::getenv, file_exists);
+      gpushare::locate_install(executable, std::getenv, file_exists);
   if (!paths) {
     gpushare::diag::error(paths.error().message);
     return exit_status::kRunFailed;
@@ -85,6 +108,8 @@ int run(RunOptions& options) {
     gpushare::diag::error(plan.error().message);
     return exit_status::kRunFailed;
   }
+  // A coordinator for live limits, started per user when none is running.
+  if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
   return exec_command(*plan);
 }
 
@@ -110,6 +135,8 @@ int main(int argc, char** argv) {
   app.add_option("--name", request.name, "Job name (default: the command's name)")
       ->type_name("NAME");
   app.add_flag("--sim", request.sim, "Use the simulated GPU");
+  app.add_flag("--no-coordinator", options.no_coordinator,
+               "Do not start a per-user coordinator when none is running");
   app.add_option("-p,--property", request.properties, "Set a property (repeatable)")
       ->type_name("KEY=VALUE");
   app.add_option("command", request.command, "The command and its arguments")

@@ -12,11 +12,11 @@ for family in alloc managed async pool vmm; do
   [ "$results" = "0 2 0 0 " ] || { cat "$scratch/out"; fail "$family: results '$results', want '0 2 0 0 '"; }
 done
 
-# Pitch: 200 rows of 4 MiB; arrays: float 4096 x 65536 = 1 GiB.
+# Pitch: rows of 4 MiB; arrays: float 4096 x 40000 = 625 MiB each.
 client GPUSHARE_MEM_LIMIT=1GiB -- "$gs_client_direct" pitch 4MiB 200 pitch 4MiB 100 free pitch 4MiB 100
 [ "$(grep '^pitch\|^free' "$scratch/out" | sed 's/.*result=\([0-9]*\).*/\1/' | tr '\n' ' ')" = "0 2 0 0 " ] ||
   { cat "$scratch/out"; fail "pitch allocations were not limited"; }
-client GPUSHARE_MEM_LIMIT=1GiB -- "$gs_client_direct" array 4096 32768 array 4096 32768 free array 4096 16384
+client GPUSHARE_MEM_LIMIT=1GiB -- "$gs_client_direct" array 4096 40000 array 4096 40000 free array 4096 20000
 [ "$(grep '^array\|^free' "$scratch/out" | sed 's/.*result=\([0-9]*\).*/\1/' | tr '\n' ' ')" = "0 2 0 0 " ] ||
   { cat "$scratch/out"; fail "arrays were not limited"; }
 
