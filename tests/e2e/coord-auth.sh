@@ -5,7 +5,7 @@
 # the admin group, may do all of it. A refused request changes nothing and
 # says why.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run jobs as two users"
 command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"

@@ -4,7 +4,7 @@
 # replaces the stale socket, and the jobs register with it within 2 s,
 # keeping their ids and limits. Prints the time measured.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job a GPUSHARE_JOB=a GPUSHARE_MEM_LIMIT=4GiB

@@ -4,7 +4,7 @@
 # and jobs and gpushare-ctl find it there; it refuses a directory that
 # other users can enter.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 [ -e /run/gpushare/gpushare.sock ] && skip "a node-wide coordinator socket exists on this machine"
 unset GPUSHARE_SOCKET

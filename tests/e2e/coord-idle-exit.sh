@@ -3,7 +3,7 @@
 # with status 0 once no job has been registered for the grace period: from
 # the start, and after the last job leaves; never while a job is registered.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 # No job ever comes: it exits after the grace.
 start=$(now_ms)

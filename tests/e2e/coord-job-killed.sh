@@ -2,7 +2,7 @@
 # A job killed by SIGKILL disappears from `ls`, and its memory from the
 # node's totals, within 1 s. Prints the time measured.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job victim GPUSHARE_JOB=victim -- --mem-total 16GiB

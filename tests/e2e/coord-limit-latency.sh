@@ -4,7 +4,7 @@
 # job spins on it; the limits page is shared memory, so no message is
 # involved). Prints the figures measured.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job train GPUSHARE_JOB=train GPUSHARE_MEM_LIMIT=8GiB

@@ -4,7 +4,7 @@
 # registers with it within 2 s. gpushare-ctl says clearly that nobody is
 # there, and tells a dead coordinator's socket from none at all.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 expect_exit 1 gpushare-ctl ls
 expect_grep "^gpushare-ctl: error: no coordinator is running on $GPUSHARE_SOCKET; start one with 'gpushare-ctl serve'$" \

@@ -4,7 +4,7 @@
 # else: a registered job stays registered and keeps its limits, and `ls`
 # still answers.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job bystander GPUSHARE_JOB=bystander GPUSHARE_MEM_LIMIT=2GiB

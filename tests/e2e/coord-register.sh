@@ -3,7 +3,7 @@
 # its pid and uid from the socket's credentials, its name, class, device
 # and limit from its registration.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job train GPUSHARE_JOB=train GPUSHARE_QOS=opportunistic GPUSHARE_MEM_LIMIT=4GiB \

@@ -4,7 +4,7 @@
 # coordinator's socket, logs to --log-file, and stops cleanly on SIGTERM
 # (and SIGINT), removing its socket.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator --log-file "$scratch/serve.log"
 [ -S "$GPUSHARE_SOCKET" ] || fail "no socket at $GPUSHARE_SOCKET"

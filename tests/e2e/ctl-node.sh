@@ -2,7 +2,7 @@
 # `node` reports each device jobs run on, with memory used and free and
 # totals per class, and the node's totals; a job leaving frees its share.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job prod GPUSHARE_JOB=prod GPUSHARE_MEM_LIMIT=8GiB -- --mem-total 16GiB

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `pause` holds a job's kernel launches until `resume`; its memory stays.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job train GPUSHARE_JOB=train

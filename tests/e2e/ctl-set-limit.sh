@@ -4,7 +4,7 @@
 # taken away; raised again, it may allocate again. Percentages are of the
 # job's device; "none" lifts the limit.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job train GPUSHARE_JOB=train GPUSHARE_MEM_LIMIT=4GiB -- --mem-total 16GiB

@@ -2,7 +2,7 @@
 # JOB is an id, a pid or a name; an unknown or ambiguous one is a clear
 # error with status 1, and no output on stdout.
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job a GPUSHARE_JOB=train

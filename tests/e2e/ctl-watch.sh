@@ -2,7 +2,7 @@
 # `watch` prints a sample record and the job records at each interval,
 # until --count samples or until interrupted (status 0 either way).
 . "$(dirname "$0")/common.inc"
-. "$GPUSHARE_SOURCE_DIR/tests/e2e/coord.inc"
+. "$e2e_dir/coord.inc"
 
 start_coordinator
 start_job a GPUSHARE_JOB=a
