@@ -1,0 +1,63 @@
+// The simulated GPU's settings, read from GPUSHARE_SIM_* environment
+// variables (gpushare-workload(1) documents them).
+//
+// Plain C-style code: no allocation, no exceptions, nothing from libstdc++
+// at run time, because it runs inside libcuda.so.1 and libnvidia-ml.so.1,
+// which are loaded into arbitrary processes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpushare::simgpu {
+
+inline constexpr int kMaxDevices = 8;
+inline constexpr std::size_t kPathBytes = 4096;
+inline constexpr std::size_t kMessageBytes = 512;
+
+/// What makes one device: fixed when the state file is (re)configured.
+struct DeviceConfig {
+  std::uint64_t memory_bytes;
+  std::uint64_t ctx_overhead_bytes;
+  std::uint32_t sms;
+};
+
+struct SimConfig {
+  char state_path[kPathBytes];
+  int device_count;
+  DeviceConfig devices[kMaxDevices];
+  /// Managed-memory migration speed (GPUSHARE_SIM_MIGRATE_BANDWIDTH).
+  std::uint64_t migrate_bytes_per_s;
+  /// Extra kernel time, in thousandths, when all of a context's managed
+  /// memory is on the host (GPUSHARE_SIM_MANAGED_SLOWDOWN=4 gives 4000).
+  std::uint32_t managed_slowdown_milli;
+  // The rest is per process; other processes may differ.
+  int driver_version;                ///< GPUSHARE_SIM_DRIVER_VERSION
+  std::uint64_t default_kernel_ns;   ///< GPUSHARE_SIM_KERNEL_US
+  std::uint32_t max_pending;         ///< GPUSHARE_SIM_MAX_PENDING
+  std::int64_t util_window_ns;       ///< GPUSHARE_SIM_UTIL_WINDOW_MS
+};
+
+// Defaults (documented in gpushare-workload(1)).
+inline constexpr std::uint64_t kDefaultMemoryBytes = 16ull << 30;
+inline constexpr std::uint64_t kDefaultCtxOverheadBytes = 256ull << 20;
+inline constexpr std::uint32_t kDefaultSms = 108;
+inline constexpr std::uint64_t kDefaultMigrateBytesPerS = 12ull << 30;
+inline constexpr std::uint32_t kDefaultManagedSlowdownMilli = 4000;
+inline constexpr int kDefaultDriverVersion = 13000;
+inline constexpr std::uint64_t kDefaultKernelNs = 1000000;
+inline constexpr std::uint32_t kDefaultMaxPending = 1024;
+inline constexpr std::int64_t kDefaultUtilWindowNs = 1000000000;
+
+/// Looks up an environment variable; nullptr when unset.
+using EnvLookup = const char* (*)(const char* name, void* context);
+
+/// Fills `config` from the environment. On a bad value returns false and
+/// writes "GPUSHARE_SIM_MEMORY: '12XB' has an unknown unit 'XB'" to `error`.
+bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error,
+                 std::size_t error_bytes);
+
+/// load_config over the process environment (getenv).
+bool load_config_from_environment(SimConfig* config, char* error, std::size_t error_bytes);
+
+}  // namespace gpushare::simgpu

@@ -1,0 +1,212 @@
+// Kernel launches: the heart of the time model.
+//
+// A launch computes its duration (the module's, or for gpushare_spin the
+// u64 nanoseconds of its first parameter), stretches it by the managed-
+// memory cost model, and reserves [start, start + duration) on the
+// device's single timeline in the state file, where start is the latest of
+// now, the stream's dependencies and the end of the last kernel any process
+// reserved. Then it returns at once, as an asynchronous launch does; the
+// stream remembers when its work completes. Kernels of all processes thus
+// run one after another, as on a GPU that time-slices between contexts.
+//
+// Managed memory cost model: if a fraction f of the launching context's
+// managed bytes on the device lives on the host, the kernel runs
+// (1 + s * f) times longer, s being GPUSHARE_SIM_MANAGED_SLOWDOWN.
+//
+// Back-pressure: a stream holds at most GPUSHARE_SIM_MAX_PENDING kernels
+// not yet complete; a further launch waits for the oldest, as a real
+// launch blocks when the push buffer is full.
+#include "simgpu/driver/internal.h"
+
+using namespace gpushare::simgpu;
+using namespace gpushare::simgpu::driver;
+
+namespace {
+
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlocksPerSm = 32;
+
+struct Dims {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+};
+
+CUresult check_dims(const Dims& dims) {
+  for (int i = 0; i < 3; ++i) {
+    if (dims.grid[i] == 0 || dims.block[i] == 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (dims.grid[1] > 65535 || dims.grid[2] > 65535 || dims.grid[0] > 2147483647u) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (dims.block[2] > 64 || dims.block[0] > kMaxThreadsPerBlock ||
+      dims.block[1] > kMaxThreadsPerBlock) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  unsigned long long threads =
+      1ull * dims.block[0] * dims.block[1] * dims.block[2];
+  if (threads > kMaxThreadsPerBlock) return CUDA_ERROR_INVALID_VALUE;
+  if (dims.shared_bytes > 166912) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+// The spin kernel's first parameter, from kernelParams or from a packed
+// CU_LAUNCH_PARAM_BUFFER_POINTER buffer in `extra`.
+CUresult spin_duration(void** params, void** extra, std::int64_t* duration_ns) {
+  std::uint64_t value = 0;
+  if (params != nullptr && params[0] != nullptr) {
+    std::memcpy(&value, params[0], sizeof value);
+  } else if (extra != nullptr) {
+    const void* buffer = nullptr;
+    std::size_t size = 0;
+    for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
+        std::memcpy(&size, extra[i + 1], sizeof size);
+      }
+    }
+    if (buffer == nullptr || size < sizeof value) return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(&value, buffer, sizeof value);
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // An hour at most: longer is surely a caller's unit mistake.
+  if (value > 3600ull * 1000000000ull) return CUDA_ERROR_INVALID_VALUE;
+  *duration_ns = static_cast<std::int64_t>(value);
+  return CUDA_SUCCESS;
+}
+
+// Stretches a kernel by the share of its context's managed memory that is
+// on the host. Refreshes the context's cached totals when residency changed.
+std::int64_t managed_cost(StateLayout* layout, Context* ctx, std::int64_t duration_ns) {
+  const DeviceState& device = layout->devices[ctx->device];
+  if (ctx->managed_generation_seen != device.managed_generation) {
+    managed_totals(layout, sim().pid, ctx->device, ctx->serial, &ctx->managed_total_bytes,
+                   &ctx->managed_host_bytes);
+    ctx->managed_generation_seen = device.managed_generation;
+  }
+  if (ctx->managed_total_bytes == 0 || ctx->managed_host_bytes == 0) return duration_ns;
+  double host_fraction = static_cast<double>(ctx->managed_host_bytes) /
+                         static_cast<double>(ctx->managed_total_bytes);
+  double factor = 1.0 + layout->header.managed_slowdown_milli / 1000.0 * host_fraction;
+  return static_cast<std::int64_t>(static_cast<double>(duration_ns) * factor);
+}
+
+CUresult launch(CUfunction handle, const Dims& dims, CUstream stream_handle, void** params,
+                void** extra, bool per_thread, bool cooperative) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (CUresult status = check_dims(dims); status != CUDA_SUCCESS) return status;
+  Driver& d = sim();
+  while (true) {
+    std::int64_t wait_until = 0;
+    {
+      LocalLock lock;
+      Context* ctx = nullptr;
+      if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+      Function* function = lookup_function(handle);
+      if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+      Module* module = function->module;
+      if (module->ctx != nullptr && module->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+      Stream* stream = nullptr;
+      if (CUresult status = resolve_stream(ctx, stream_handle, per_thread, &stream);
+          status != CUDA_SUCCESS) {
+        return status;
+      }
+      if (cooperative) {
+        unsigned long long blocks = 1ull * dims.grid[0] * dims.grid[1] * dims.grid[2];
+        std::uint32_t sms = d.state.layout()->devices[ctx->device].sms;
+        if (blocks > 1ull * sms * kMaxBlocksPerSm) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+      }
+      std::int64_t duration = function->kernel.duration_ns;
+      if (function->kernel.spin) {
+        if (CUresult status = spin_duration(params, extra, &duration); status != CUDA_SUCCESS) {
+          return status;
+        }
+      }
+      std::uint32_t max_pending = d.config.max_pending;
+      if (stream->pending == nullptr) {
+        stream->pending =
+            static_cast<std::int64_t*>(std::calloc(max_pending, sizeof(std::int64_t)));
+        if (stream->pending == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      std::int64_t& oldest = stream->pending[stream->pending_next % max_pending];
+      std::int64_t now = now_ns();
+      if (oldest > now) {
+        wait_until = oldest;  // the queue is full: wait, then try again
+      } else {
+        SharedLock shared;
+        if (!shared.ok()) return kStateUnavailable;
+        duration = managed_cost(shared.layout(), ctx, duration);
+        std::int64_t earliest = stream_earliest(stream);
+        KernelSlot slot = reserve_kernel(&shared.layout()->devices[ctx->device],
+                                         earliest > now ? earliest : now, duration);
+        oldest = slot.end_ns;
+        ++stream->pending_next;
+        stream_push(stream, slot.end_ns);
+        return CUDA_SUCCESS;
+      }
+    }
+    sleep_until(wait_until);
+  }
+}
+
+Dims dims_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+             unsigned shared) {
+  return Dims{{gx, gy, gz}, {bx, by, bz}, shared};
+}
+
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction function, void** params, void** extra,
+                   bool per_thread) {
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs && config->attrs != nullptr; ++i) {
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      cooperative = config->attrs[i].value.cooperative != 0;
+    }
+  }
+  return launch(function,
+                dims_of(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                        config->blockDimY, config->blockDimZ, config->sharedMemBytes),
+                config->hStream, params, extra, per_thread, cooperative);
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz,
+                                   unsigned int shared, CUstream stream, void** params,
+                                   void** extra) {
+  return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, extra, false, false);
+}
+
+SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                        unsigned int gz, unsigned int bx, unsigned int by,
+                                        unsigned int bz, unsigned int shared, CUstream stream,
+                                        void** params, void** extra) {
+  return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, extra, true, false);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                              unsigned int gz, unsigned int bx, unsigned int by,
+                                              unsigned int bz, unsigned int shared,
+                                              CUstream stream, void** params) {
+  return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, nullptr, false, true);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
+                                                   unsigned int gy, unsigned int gz,
+                                                   unsigned int bx, unsigned int by,
+                                                   unsigned int bz, unsigned int shared,
+                                                   CUstream stream, void** params) {
+  return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, nullptr, true, true);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                     void** extra) {
+  return launch_ex(config, f, params, extra, false);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
+                                          void** params, void** extra) {
+  return launch_ex(config, f, params, extra, true);
+}

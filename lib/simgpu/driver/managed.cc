@@ -1,0 +1,244 @@
+// Managed (unified) memory with device residency.
+//
+// Each managed allocation has a record in the state file saying how many of
+// its bytes are on the device; those count against the device's capacity,
+// the rest live on the host. The model (documented in gpushare-workload(1)):
+//   - cuMemAllocManaged places the bytes on the device as far as free
+//     memory allows (CU_MEM_ATTACH_HOST: on the host);
+//   - an allocation that does not fit (cuMemAlloc, cuMemCreate, a pool's
+//     growth, a context) first evicts managed bytes of any process to the
+//     host: those not advised to prefer the device first;
+//   - cuMemPrefetchAsync moves bytes between host and device, evicting only
+//     memory that does not prefer the device, and the migration occupies
+//     the stream for bytes / GPUSHARE_SIM_MIGRATE_BANDWIDTH;
+//   - kernels do not migrate pages on access; instead a kernel runs longer
+//     in proportion to the share of its context's managed bytes on the host
+//     (launch.cc).
+#include "simgpu/driver/internal.h"
+
+using namespace gpushare::simgpu;
+using namespace gpushare::simgpu::driver;
+
+namespace {
+
+// The managed allocation holding [pointer, pointer + bytes), if any.
+Allocation* managed_range(CUdeviceptr pointer, std::size_t bytes) {
+  Allocation* allocation = find_allocation(pointer);
+  if (allocation == nullptr || allocation->kind != AllocKind::kManaged) return nullptr;
+  if (bytes > allocation->size - (pointer - allocation->base)) return nullptr;
+  return allocation;
+}
+
+// CU_DEVICE_CPU / a host location means the host; else a device ordinal.
+bool to_host(int device_or_cpu) { return device_or_cpu == CU_DEVICE_CPU; }
+
+CUresult advise(CUdeviceptr pointer, size_t bytes, CUmem_advise advice, int device_or_cpu) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (!to_host(device_or_cpu) && (device_or_cpu < 0 || device_or_cpu >= sim().device_count)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  LocalLock lock;
+  Allocation* allocation = managed_range(pointer, bytes);
+  if (allocation == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  ManagedRecord* record = managed_find(shared.layout(), allocation->managed_index, sim().pid,
+                                       allocation->managed_id);
+  if (record == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool on_this_device = !to_host(device_or_cpu) && device_or_cpu == record->device;
+  switch (advice) {
+    case CU_MEM_ADVISE_SET_READ_MOSTLY:
+      record->flags |= kManagedReadMostly;
+      break;
+    case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+      record->flags &= ~kManagedReadMostly;
+      break;
+    case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+      record->flags &= ~(kManagedPreferDevice | kManagedPreferHost);
+      if (to_host(device_or_cpu)) record->flags |= kManagedPreferHost;
+      if (on_this_device) record->flags |= kManagedPreferDevice;
+      break;
+    case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+      record->flags &= ~(kManagedPreferDevice | kManagedPreferHost);
+      break;
+    case CU_MEM_ADVISE_SET_ACCESSED_BY:
+      record->flags |= kManagedAccessedBy;
+      break;
+    case CU_MEM_ADVISE_UNSET_ACCESSED_BY:
+      record->flags &= ~kManagedAccessedBy;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+int location_to_device(const CUmemLocation& location, bool* ok) {
+  *ok = true;
+  switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+      return CU_DEVICE_CPU;
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return location.id;
+    default:
+      *ok = false;
+      return CU_DEVICE_INVALID;
+  }
+}
+
+CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream handle,
+                  bool per_thread) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (!to_host(device_or_cpu) && (device_or_cpu < 0 || device_or_cpu >= sim().device_count)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  Stream* stream = nullptr;
+  if (CUresult status = resolve_stream(ctx, handle, per_thread, &stream); status != CUDA_SUCCESS) {
+    return status;
+  }
+  Allocation* allocation = managed_range(pointer, bytes);
+  if (allocation == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::uint64_t moved = 0;
+  std::uint64_t bandwidth = 0;
+  {
+    SharedLock shared;
+    if (!shared.ok()) return kStateUnavailable;
+    int index = allocation->managed_index;
+    if (managed_find(shared.layout(), index, sim().pid, allocation->managed_id) == nullptr) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    // A record lives on one device; prefetching it to another device is
+    // treated as keeping it where it is (the simulator has no peer moves).
+    bool to_device = !to_host(device_or_cpu);
+    if (to_device && device_or_cpu != shared.layout()->managed[index].device) return CUDA_SUCCESS;
+    moved = managed_migrate(shared.layout(), index, bytes, to_device);
+    bandwidth = shared.layout()->header.migrate_bytes_per_s;
+  }
+  if (moved > 0 && bandwidth > 0) {
+    auto migration_ns = static_cast<std::int64_t>(static_cast<double>(moved) * 1e9 /
+                                                  static_cast<double>(bandwidth));
+    std::int64_t start = stream_earliest(stream);
+    std::int64_t now = now_ns();
+    stream_push(stream, (start > now ? start : now) + migration_ns);
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* result, size_t bytes, unsigned int flags) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (result == nullptr || bytes == 0 ||
+      (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  Driver& d = sim();
+  void* memory = map_memory(bytes);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  Allocation allocation{};
+  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
+  allocation.size = bytes;
+  allocation.mapped_bytes = bytes;
+  allocation.kind = AllocKind::kManaged;
+  allocation.ctx = ctx;
+  allocation.device = ctx->device;
+  allocation.managed_id = ++d.next_id;
+  {
+    SharedLock shared;
+    if (!shared.ok()) {
+      unmap_memory(memory, bytes);
+      return kStateUnavailable;
+    }
+    allocation.managed_index =
+        managed_add(shared.layout(), d.slot, ctx->device, allocation.managed_id, bytes, 0,
+                    ctx->serial, flags == CU_MEM_ATTACH_GLOBAL);
+  }
+  if (allocation.managed_index < 0 || !insert_allocation(allocation)) {
+    if (allocation.managed_index >= 0) {
+      SharedLock shared;
+      if (shared.ok()) managed_remove(shared.layout(), allocation.managed_index);
+    }
+    unmap_memory(memory, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *result = allocation.base;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr pointer, size_t bytes, CUmem_advise advice,
+                                CUdevice device) {
+  return advise(pointer, bytes, advice, device);
+}
+
+SIM_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr pointer, size_t bytes, CUmem_advise advice,
+                                   CUmemLocation location) {
+  bool ok = false;
+  int device = location_to_device(location, &ok);
+  if (!ok) return CUDA_ERROR_INVALID_VALUE;
+  return advise(pointer, bytes, advice, device);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr pointer, size_t bytes, CUdevice device,
+                                       CUstream stream) {
+  return prefetch(pointer, bytes, device, stream, false);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr pointer, size_t bytes, CUdevice device,
+                                            CUstream stream) {
+  return prefetch(pointer, bytes, device, stream, true);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr pointer, size_t bytes,
+                                          CUmemLocation location, unsigned int flags,
+                                          CUstream stream) {
+  bool ok = false;
+  int device = location_to_device(location, &ok);
+  if (!ok || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return prefetch(pointer, bytes, device, stream, false);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr pointer, size_t bytes,
+                                               CUmemLocation location, unsigned int flags,
+                                               CUstream stream) {
+  bool ok = false;
+  int device = location_to_device(location, &ok);
+  if (!ok || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return prefetch(pointer, bytes, device, stream, true);
+}
+
+static CUresult attach(CUstream handle, CUdeviceptr pointer, size_t bytes, unsigned flags,
+                       bool per_thread) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  Stream* stream = nullptr;
+  if (CUresult status = resolve_stream(ctx, handle, per_thread, &stream); status != CUDA_SUCCESS) {
+    return status;
+  }
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+      flags != CU_MEM_ATTACH_SINGLE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Stream association changes no residency in this model.
+  return managed_range(pointer, bytes == 0 ? 1 : bytes) != nullptr ? CUDA_SUCCESS
+                                                                    : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream stream, CUdeviceptr pointer, size_t bytes,
+                                           unsigned int flags) {
+  return attach(stream, pointer, bytes, flags, false);
+}
+
+SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream stream, CUdeviceptr pointer,
+                                                size_t bytes, unsigned int flags) {
+  return attach(stream, pointer, bytes, flags, true);
+}

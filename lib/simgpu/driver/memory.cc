@@ -1,0 +1,259 @@
+// Device and host memory: cuMemAlloc, cuMemAllocPitch, cuMemFree, memory
+// information, pinned host allocations and registrations.
+//
+// Sizes are charged exactly as requested (pitched allocations as pitch x
+// height): no rounding to pages, so tests can reason in exact bytes.
+#include "simgpu/driver/internal.h"
+
+using namespace gpushare::simgpu;
+using namespace gpushare::simgpu::driver;
+
+namespace {
+
+constexpr std::size_t kPitchAlignment = 512;
+constexpr unsigned kHostAllocFlags =
+    CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE |
+                                        CU_MEMHOSTREGISTER_DEVICEMAP |
+                                        CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+
+CUresult allocate_device(CUdeviceptr* result, std::size_t bytes) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (result == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  if (CUresult status = charge_device(ctx->device, bytes); status != CUDA_SUCCESS) return status;
+  void* memory = map_memory(bytes);
+  Allocation allocation{};
+  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
+  allocation.size = bytes;
+  allocation.mapped_bytes = bytes;
+  allocation.kind = AllocKind::kDevice;
+  allocation.ctx = ctx;
+  allocation.device = ctx->device;
+  allocation.charged_bytes = bytes;
+  if (memory == nullptr || !insert_allocation(allocation)) {
+    unmap_memory(memory, bytes);
+    uncharge_device(ctx->device, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *result = allocation.base;
+  return CUDA_SUCCESS;
+}
+
+CUresult allocate_host(void** result, std::size_t bytes, unsigned flags) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (result == nullptr || bytes == 0 || (flags & ~kHostAllocFlags) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  void* memory = map_memory(bytes);
+  Allocation allocation{};
+  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
+  allocation.size = bytes;
+  allocation.mapped_bytes = bytes;
+  allocation.kind = AllocKind::kHost;
+  allocation.ctx = ctx;
+  allocation.device = ctx->device;
+  allocation.host_flags = flags;
+  if (memory == nullptr || !insert_allocation(allocation)) {
+    unmap_memory(memory, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *result = memory;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* result, size_t bytes) {
+  return allocate_device(result, bytes);
+}
+
+SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* result, size_t* pitch, size_t width_bytes,
+                                       size_t height, unsigned int element_bytes) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (pitch == nullptr || width_bytes == 0 || height == 0 ||
+      (element_bytes != 4 && element_bytes != 8 && element_bytes != 16)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::size_t rounded = (width_bytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  std::size_t total = 0;
+  if (rounded < width_bytes || __builtin_mul_overflow(rounded, height, &total)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUresult status = allocate_device(result, total);
+  if (status == CUDA_SUCCESS) *pitch = rounded;
+  return status;
+}
+
+SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  Allocation* allocation = find_allocation_at(pointer);
+  // Freeing twice, or an address that is not the start of a device
+  // allocation, is CUDA_ERROR_INVALID_VALUE, as with the real driver.
+  if (allocation == nullptr ||
+      (allocation->kind != AllocKind::kDevice && allocation->kind != AllocKind::kManaged &&
+       allocation->kind != AllocKind::kAsync)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  free_allocation(allocation);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (free_bytes == nullptr || total_bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  std::uint64_t used = device_used(shared.layout(), ctx->device);
+  std::uint64_t total = shared.layout()->devices[ctx->device].memory_bytes;
+  *total_bytes = total;
+  *free_bytes = used < total ? total - used : 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  const Allocation* allocation = find_allocation(pointer);
+  if (allocation == nullptr || allocation->kind == AllocKind::kHostRegistered) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (base != nullptr) *base = allocation->base;
+  if (size != nullptr) *size = allocation->size;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemAllocHost_v2(void** result, size_t bytes) {
+  return allocate_host(result, bytes, 0);
+}
+
+SIM_EXPORT CUresult cuMemHostAlloc(void** result, size_t bytes, unsigned int flags) {
+  return allocate_host(result, bytes, flags);
+}
+
+SIM_EXPORT CUresult cuMemFreeHost(void* pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  LocalLock lock;
+  Allocation* allocation = find_allocation_at(reinterpret_cast<std::uintptr_t>(pointer));
+  if (allocation == nullptr || allocation->kind != AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  free_allocation(allocation);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemHostRegister_v2(void* pointer, size_t bytes, unsigned int flags) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (pointer == nullptr || bytes == 0 || (flags & ~kHostRegisterFlags) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  LocalLock lock;
+  Context* ctx = nullptr;
+  if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
+  std::uintptr_t base = reinterpret_cast<std::uintptr_t>(pointer);
+  if (find_allocation(base) != nullptr || find_allocation(base + bytes - 1) != nullptr) {
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  Allocation allocation{};
+  allocation.base = base;
+  allocation.size = bytes;
+  allocation.kind = AllocKind::kHostRegistered;
+  allocation.ctx = ctx;
+  allocation.device = ctx->device;
+  allocation.host_flags = flags;
+  return insert_allocation(allocation) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+SIM_EXPORT CUresult cuMemHostRegister(void* pointer, size_t bytes, unsigned int flags) {
+  return cuMemHostRegister_v2(pointer, bytes, flags);
+}
+
+SIM_EXPORT CUresult cuMemHostUnregister(void* pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  LocalLock lock;
+  Allocation* allocation = find_allocation_at(reinterpret_cast<std::uintptr_t>(pointer));
+  if (allocation == nullptr || allocation->kind != AllocKind::kHostRegistered) {
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
+  free_allocation(allocation);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* result, void* pointer,
+                                                 unsigned int flags) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (result == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  const Allocation* allocation = find_allocation(reinterpret_cast<std::uintptr_t>(pointer));
+  if (allocation == nullptr ||
+      (allocation->kind != AllocKind::kHost && allocation->kind != AllocKind::kHostRegistered)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Unified addressing: the device sees host memory at the same address.
+  *result = reinterpret_cast<CUdeviceptr>(pointer);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemHostGetFlags(unsigned int* flags, void* pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  const Allocation* allocation = find_allocation(reinterpret_cast<std::uintptr_t>(pointer));
+  if (allocation == nullptr || allocation->kind != AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  *flags = allocation->host_flags;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                          CUdeviceptr pointer) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  const Allocation* allocation = find_allocation(pointer);
+  if (allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool host = allocation->kind == AllocKind::kHost ||
+              allocation->kind == AllocKind::kHostRegistered;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(allocation->ctx);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned*>(data) = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      *static_cast<CUdeviceptr*>(data) = pointer;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (!host && allocation->kind != AllocKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<void**>(data) = reinterpret_cast<void*>(pointer);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned*>(data) = allocation->kind == AllocKind::kManaged;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = allocation->device;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = allocation->base;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = allocation->size;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      *static_cast<int*>(data) = 1;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}

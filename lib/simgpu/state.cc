@@ -1,0 +1,561 @@
+#include "simgpu/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace gpushare::simgpu {
+namespace {
+
+void set_error(char* error, std::size_t error_bytes, const char* format, const char* path,
+               const char* detail) {
+  std::snprintf(error, error_bytes, format, path, detail);
+}
+
+// Reads /proc/PID/stat into `buffer`; returns the text after the command
+// name's closing parenthesis (which may itself contain spaces and ')').
+const char* read_stat_fields(std::int32_t pid, char* buffer, std::size_t size) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  ssize_t got = ::read(fd, buffer, size - 1);
+  ::close(fd);
+  if (got <= 0) return nullptr;
+  buffer[got] = '\0';
+  const char* close_paren = std::strrchr(buffer, ')');
+  if (close_paren == nullptr || close_paren[1] != ' ') return nullptr;
+  return close_paren + 2;  // field 3, the state letter
+}
+
+std::uint64_t uncharge_saturating(std::uint64_t value, std::uint64_t bytes) {
+  return value > bytes ? value - bytes : 0;
+}
+
+// Moves up to `need` managed bytes on `device` to the host, skipping record
+// `exclude`. Memory not preferring the device goes first; memory that does
+// only when `allow_preferred`. Returns the bytes moved.
+std::uint64_t evict(StateLayout* layout, int device, std::uint64_t need, int exclude,
+                    bool allow_preferred) {
+  std::uint64_t freed = 0;
+  std::uint32_t high = layout->header.managed_high_water;
+  for (int pass = 0; pass < (allow_preferred ? 2 : 1) && freed < need; ++pass) {
+    for (std::uint32_t i = 0; i < high && freed < need; ++i) {
+      ManagedRecord& record = layout->managed[i];
+      if (record.pid == 0 || record.device != device || static_cast<int>(i) == exclude) continue;
+      bool preferred = (record.flags & kManagedPreferDevice) != 0;
+      if (preferred != (pass == 1)) continue;
+      std::uint64_t take = record.resident_bytes < need - freed ? record.resident_bytes
+                                                                : need - freed;
+      record.resident_bytes -= take;
+      freed += take;
+    }
+  }
+  if (freed > 0) ++layout->devices[device].managed_generation;
+  return freed;
+}
+
+std::uint64_t free_bytes(const StateLayout* layout, int device) {
+  std::uint64_t used = device_used(layout, device);
+  std::uint64_t total = layout->devices[device].memory_bytes;
+  return used < total ? total - used : 0;
+}
+
+void shrink_high_water(StateLayout* layout) {
+  std::uint32_t& high = layout->header.managed_high_water;
+  while (high > 0 && layout->managed[high - 1].pid == 0) --high;
+}
+
+void init_mutex(pthread_mutex_t* mutex) {
+  pthread_mutexattr_t attributes;
+  pthread_mutexattr_init(&attributes);
+  pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(mutex, &attributes);
+  pthread_mutexattr_destroy(&attributes);
+}
+
+void describe_devices(StateLayout* layout, const SimConfig& config) {
+  layout->header.device_count = static_cast<std::uint32_t>(config.device_count);
+  layout->header.migrate_bytes_per_s = config.migrate_bytes_per_s;
+  layout->header.managed_slowdown_milli = config.managed_slowdown_milli;
+  for (int i = 0; i < kMaxDevices; ++i) {
+    DeviceState& device = layout->devices[i];
+    device.memory_bytes = config.devices[i].memory_bytes;
+    device.ctx_overhead_bytes = config.devices[i].ctx_overhead_bytes;
+    device.sms = config.devices[i].sms;
+    device_uuid(i, device.uuid);
+  }
+}
+
+}  // namespace
+
+std::int64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+std::uint64_t process_start_ticks(std::int32_t pid) {
+  char buffer[1024];
+  const char* fields = read_stat_fields(pid, buffer, sizeof buffer);
+  if (fields == nullptr) return 0;
+  // The start time is field 22; `fields` begins at field 3.
+  int field = 3;
+  const char* cursor = fields;
+  while (field < 22 && *cursor != '\0') {
+    if (*cursor++ == ' ') ++field;
+  }
+  std::uint64_t ticks = 0;
+  while (*cursor >= '0' && *cursor <= '9') ticks = ticks * 10 + static_cast<unsigned>(*cursor++ - '0');
+  return ticks;
+}
+
+bool process_alive(std::int32_t pid, std::uint64_t start_ticks) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char buffer[1024];
+  const char* fields = read_stat_fields(pid, buffer, sizeof buffer);
+  // Unreadable /proc (another pid namespace, hidepid): kill() said it exists.
+  if (fields == nullptr) return true;
+  // A zombie holds no GPU memory: its parent just has not reaped it yet.
+  if (fields[0] == 'Z' || fields[0] == 'X') return false;
+  if (start_ticks != 0) {
+    std::uint64_t now_ticks = process_start_ticks(pid);
+    if (now_ticks != 0 && now_ticks != start_ticks) return false;  // the pid was reused
+  }
+  return true;
+}
+
+void device_uuid(int index, std::uint8_t uuid[16]) {
+  // splitmix64 over a fixed seed: stable across runs, distinct per device,
+  // and shaped like a random (version 4) UUID.
+  std::uint64_t state = 0x67707573686172ull + static_cast<std::uint64_t>(index) * 0x9e3779b97f4a7c15ull;
+  for (int half = 0; half < 2; ++half) {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    for (int i = 0; i < 8; ++i) uuid[half * 8 + i] = static_cast<std::uint8_t>(z >> (8 * i));
+  }
+  uuid[6] = static_cast<std::uint8_t>((uuid[6] & 0x0f) | 0x40);
+  uuid[8] = static_cast<std::uint8_t>((uuid[8] & 0x3f) | 0x80);
+}
+
+void initialise_layout(StateLayout* layout, const SimConfig& config) {
+  std::memset(layout, 0, sizeof *layout);
+  std::memcpy(layout->header.magic, kStateMagic, sizeof kStateMagic);
+  layout->header.layout_version = kStateLayoutVersion;
+  layout->header.layout_bytes = sizeof(StateLayout);
+  init_mutex(&layout->mutex);
+  describe_devices(layout, config);
+  layout->header.ready = 1;
+}
+
+bool validate_layout(const StateLayout* layout, char* error, std::size_t error_bytes) {
+  const StateHeader& header = layout->header;
+  const char* problem = nullptr;
+  if (std::memcmp(header.magic, kStateMagic, sizeof kStateMagic) != 0) {
+    problem = "bad magic";
+  } else if (header.layout_version != kStateLayoutVersion) {
+    problem = "wrong layout version";
+  } else if (header.layout_bytes != sizeof(StateLayout)) {
+    problem = "wrong layout size";
+  } else if (header.ready != 1) {
+    problem = "never finished initialising";
+  } else if (header.device_count < 1 || header.device_count > kMaxDevices) {
+    problem = "device count out of range";
+  } else if (header.managed_high_water > kMaxManaged) {
+    problem = "managed table bound out of range";
+  }
+  for (int i = 0; problem == nullptr && i < kMaxDevices; ++i) {
+    const DeviceState& device = layout->devices[i];
+    if (device.ring_next >= kBusyRing || device.ring_count > kBusyRing) {
+      problem = "busy ring index out of range";
+    } else if (i < static_cast<int>(header.device_count) && device.memory_bytes == 0) {
+      problem = "a device has no memory";
+    }
+  }
+  for (int i = 0; problem == nullptr && i < kMaxProcesses; ++i) {
+    if (layout->processes[i].pid < 0) problem = "negative pid in the process table";
+  }
+  for (int i = 0; problem == nullptr && i < kMaxManaged; ++i) {
+    const ManagedRecord& record = layout->managed[i];
+    if (record.pid == 0) continue;
+    if (record.pid < 0 || record.device < 0 ||
+        record.device >= static_cast<int>(header.device_count) ||
+        record.resident_bytes > record.size_bytes ||
+        i >= static_cast<int>(header.managed_high_water)) {
+      problem = "inconsistent managed-memory record";
+    }
+  }
+  if (problem == nullptr) return true;
+  std::snprintf(error, error_bytes, "corrupt state (%s)", problem);
+  return false;
+}
+
+bool StateFile::open(const SimConfig& config, char* error, std::size_t error_bytes) {
+  close();
+  std::snprintf(path_, sizeof path_, "%s", config.state_path);
+  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) {
+    set_error(error, error_bytes, "cannot open the simulated GPU state file %s: %s", path_,
+              std::strerror(errno));
+    return false;
+  }
+  // The creator initialises under an exclusive flock; others wait for it.
+  while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  struct stat info;
+  bool ok = fstat(fd, &info) == 0;
+  void* mapping = MAP_FAILED;
+  if (!ok) {
+    set_error(error, error_bytes, "cannot stat %s: %s", path_, std::strerror(errno));
+  } else if (!S_ISREG(info.st_mode)) {
+    set_error(error, error_bytes, "%s is not a regular file, so not a simulated GPU state file%s",
+              path_, "");
+    ok = false;
+  } else if (info.st_size == 0) {
+    if (ftruncate(fd, sizeof(StateLayout)) != 0) {
+      set_error(error, error_bytes, "cannot size the state file %s: %s", path_,
+                std::strerror(errno));
+      ok = false;
+    } else {
+      mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (mapping == MAP_FAILED) {
+        set_error(error, error_bytes, "cannot map %s: %s", path_, std::strerror(errno));
+        ok = false;
+      } else {
+        initialise_layout(static_cast<StateLayout*>(mapping), config);
+      }
+    }
+  } else {
+    StateHeader header;
+    std::memset(&header, 0, sizeof header);
+    ssize_t got = pread(fd, &header, sizeof header, 0);
+    char detail[160];
+    if (got != static_cast<ssize_t>(sizeof header) ||
+        std::memcmp(header.magic, kStateMagic, sizeof kStateMagic) != 0) {
+      set_error(error, error_bytes,
+                "%s is not a gpushare simulated GPU state file%s (remove it, or point "
+                "GPUSHARE_SIM_STATE elsewhere)",
+                path_, "");
+      ok = false;
+    } else if (header.layout_version != kStateLayoutVersion) {
+      std::snprintf(detail, sizeof detail, "%u, but this simulator reads version %u",
+                    header.layout_version, kStateLayoutVersion);
+      set_error(error, error_bytes,
+                "%s has state layout version %s; remove it once no process uses it", path_,
+                detail);
+      ok = false;
+    } else if (header.layout_bytes != sizeof(StateLayout) ||
+               info.st_size != static_cast<off_t>(sizeof(StateLayout))) {
+      std::snprintf(detail, sizeof detail, "%lld bytes, expected %zu",
+                    static_cast<long long>(info.st_size), sizeof(StateLayout));
+      set_error(error, error_bytes, "%s is truncated or corrupt (%s); remove it", path_, detail);
+      ok = false;
+    } else {
+      mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (mapping == MAP_FAILED) {
+        set_error(error, error_bytes, "cannot map %s: %s", path_, std::strerror(errno));
+        ok = false;
+      } else if (!validate_layout(static_cast<StateLayout*>(mapping), detail, sizeof detail)) {
+        set_error(error, error_bytes, "%s: %s; remove it", path_, detail);
+        ok = false;
+      }
+    }
+  }
+  flock(fd, LOCK_UN);
+  if (!ok) {
+    if (mapping != MAP_FAILED) munmap(mapping, sizeof(StateLayout));
+    ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  layout_ = static_cast<StateLayout*>(mapping);
+  return true;
+}
+
+void StateFile::close() {
+  if (layout_ != nullptr) munmap(layout_, sizeof(StateLayout));
+  if (fd_ >= 0) ::close(fd_);
+  layout_ = nullptr;
+  fd_ = -1;
+}
+
+bool StateFile::lock(char* error, std::size_t error_bytes) {
+  timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += kLockTimeoutNs / 1000000000;
+  int status;
+  do {
+    status = pthread_mutex_clocklock(&layout_->mutex, CLOCK_MONOTONIC, &deadline);
+  } while (status == EINTR);
+  if (status == 0) return true;
+  if (status == EOWNERDEAD) {
+    // The holder died mid-update. Every update keeps the indexing
+    // invariants, and used bytes are always re-summed from their parts, so
+    // marking the lock consistent and reclaiming the dead is enough.
+    pthread_mutex_consistent(&layout_->mutex);
+    char detail[160];
+    if (!validate_layout(layout_, detail, sizeof detail)) {
+      pthread_mutex_unlock(&layout_->mutex);
+      set_error(error, error_bytes, "%s: %s after a process died holding its lock; remove it",
+                path_, detail);
+      return false;
+    }
+    reclaim_dead(layout_, process_alive);
+    return true;
+  }
+  if (status == ETIMEDOUT) {
+    set_error(error, error_bytes,
+              "timed out waiting for the lock of %s; is a process using the simulated GPU "
+              "stopped%s?",
+              path_, "");
+  } else if (status == ENOTRECOVERABLE) {
+    set_error(error, error_bytes, "the lock of %s is unrecoverable%s; remove the file", path_, "");
+  } else {
+    set_error(error, error_bytes, "cannot lock %s: %s", path_, std::strerror(status));
+  }
+  return false;
+}
+
+void StateFile::unlock() { pthread_mutex_unlock(&layout_->mutex); }
+
+int reclaim_dead(StateLayout* layout, Liveness alive) {
+  int reclaimed = 0;
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    ProcessSlot& slot = layout->processes[i];
+    if (slot.pid != 0 && !alive(slot.pid, slot.start_ticks)) {
+      detach_process(layout, i);
+      ++reclaimed;
+    }
+  }
+  // Records whose owner lost its slot half-way through a detach.
+  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    ManagedRecord& record = layout->managed[i];
+    if (record.pid == 0) continue;
+    bool owned = false;
+    for (int j = 0; j < kMaxProcesses && !owned; ++j) owned = layout->processes[j].pid == record.pid;
+    if (!owned) {
+      ++layout->devices[record.device].managed_generation;
+      std::memset(&record, 0, sizeof record);
+    }
+  }
+  shrink_high_water(layout);
+  return reclaimed;
+}
+
+int attach_process(StateLayout* layout, std::int32_t pid, std::uint64_t start_ticks,
+                   const char* name) {
+  int free_slot = -1;
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    ProcessSlot& slot = layout->processes[i];
+    if (slot.pid == pid && slot.start_ticks == start_ticks) return i;
+    if (slot.pid == 0 && free_slot < 0) free_slot = i;
+  }
+  if (free_slot < 0) return -1;
+  ProcessSlot& slot = layout->processes[free_slot];
+  std::memset(&slot, 0, sizeof slot);
+  slot.start_ticks = start_ticks;
+  std::snprintf(slot.name, sizeof slot.name, "%s", name != nullptr ? name : "");
+  slot.pid = pid;
+  return free_slot;
+}
+
+void detach_process(StateLayout* layout, int slot_index) {
+  ProcessSlot& slot = layout->processes[slot_index];
+  std::int32_t pid = slot.pid;
+  if (pid == 0) return;
+  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    ManagedRecord& record = layout->managed[i];
+    if (record.pid != pid) continue;
+    ++layout->devices[record.device].managed_generation;
+    std::memset(&record, 0, sizeof record);
+  }
+  shrink_high_water(layout);
+  std::memset(&slot, 0, sizeof slot);
+}
+
+int live_process_count(const StateLayout* layout) {
+  int count = 0;
+  for (int i = 0; i < kMaxProcesses; ++i) count += layout->processes[i].pid != 0;
+  return count;
+}
+
+bool config_matches(const StateLayout* layout, const SimConfig& config) {
+  if (layout->header.device_count != static_cast<std::uint32_t>(config.device_count) ||
+      layout->header.migrate_bytes_per_s != config.migrate_bytes_per_s ||
+      layout->header.managed_slowdown_milli != config.managed_slowdown_milli) {
+    return false;
+  }
+  for (int i = 0; i < config.device_count; ++i) {
+    const DeviceState& device = layout->devices[i];
+    if (device.memory_bytes != config.devices[i].memory_bytes ||
+        device.ctx_overhead_bytes != config.devices[i].ctx_overhead_bytes ||
+        device.sms != config.devices[i].sms) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void reconfigure(StateLayout* layout, const SimConfig& config) { describe_devices(layout, config); }
+
+std::uint64_t device_used(const StateLayout* layout, int device) {
+  std::uint64_t used = 0;
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    if (layout->processes[i].pid != 0) used += layout->processes[i].charged_bytes[device];
+  }
+  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    const ManagedRecord& record = layout->managed[i];
+    if (record.pid != 0 && record.device == device) used += record.resident_bytes;
+  }
+  return used;
+}
+
+std::uint64_t process_used(const StateLayout* layout, int slot, int device) {
+  const ProcessSlot& process = layout->processes[slot];
+  std::uint64_t used = process.charged_bytes[device];
+  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    const ManagedRecord& record = layout->managed[i];
+    if (record.pid == process.pid && record.device == device) used += record.resident_bytes;
+  }
+  return used;
+}
+
+bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes) {
+  std::uint64_t total = layout->devices[device].memory_bytes;
+  std::uint64_t used = device_used(layout, device);
+  if (bytes > total) return false;
+  if (used + bytes > total) {
+    std::uint64_t need = used + bytes - total;
+    std::uint64_t evictable = 0;
+    for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+      const ManagedRecord& record = layout->managed[i];
+      if (record.pid != 0 && record.device == device) evictable += record.resident_bytes;
+    }
+    // Evict only when it makes the allocation fit: a refusal moves nothing.
+    if (evictable < need) return false;
+    evict(layout, device, need, -1, true);
+  }
+  layout->processes[slot].charged_bytes[device] += bytes;
+  return true;
+}
+
+void uncharge(StateLayout* layout, int slot, int device, std::uint64_t bytes) {
+  std::uint64_t& charged = layout->processes[slot].charged_bytes[device];
+  charged = uncharge_saturating(charged, bytes);
+}
+
+int managed_add(StateLayout* layout, int slot, int device, std::uint64_t id,
+                std::uint64_t size_bytes, std::uint32_t flags, std::uint32_t context,
+                bool on_device) {
+  for (int i = 0; i < kMaxManaged; ++i) {
+    ManagedRecord& record = layout->managed[i];
+    if (record.pid != 0) continue;
+    std::uint64_t room = free_bytes(layout, device);
+    record.device = device;
+    record.id = id;
+    record.size_bytes = size_bytes;
+    record.resident_bytes = on_device ? (size_bytes < room ? size_bytes : room) : 0;
+    record.flags = flags;
+    record.context = context;
+    record.pid = layout->processes[slot].pid;
+    if (static_cast<std::uint32_t>(i) >= layout->header.managed_high_water) {
+      layout->header.managed_high_water = static_cast<std::uint32_t>(i) + 1;
+    }
+    ++layout->devices[device].managed_generation;
+    return i;
+  }
+  return -1;
+}
+
+ManagedRecord* managed_find(StateLayout* layout, int index, std::int32_t pid, std::uint64_t id) {
+  if (index < 0 || index >= kMaxManaged) return nullptr;
+  ManagedRecord& record = layout->managed[index];
+  return record.pid == pid && record.id == id ? &record : nullptr;
+}
+
+void managed_remove(StateLayout* layout, int index) {
+  ManagedRecord& record = layout->managed[index];
+  if (record.pid == 0) return;
+  ++layout->devices[record.device].managed_generation;
+  std::memset(&record, 0, sizeof record);
+  shrink_high_water(layout);
+}
+
+std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes,
+                              bool to_device) {
+  ManagedRecord& record = layout->managed[index];
+  std::uint64_t moved = 0;
+  if (to_device) {
+    std::uint64_t host = record.size_bytes - record.resident_bytes;
+    std::uint64_t want = bytes < host ? bytes : host;
+    std::uint64_t room = free_bytes(layout, record.device);
+    if (room < want) room += evict(layout, record.device, want - room, index, false);
+    moved = want < room ? want : room;
+    record.resident_bytes += moved;
+  } else {
+    moved = bytes < record.resident_bytes ? bytes : record.resident_bytes;
+    record.resident_bytes -= moved;
+  }
+  if (moved > 0) ++layout->devices[record.device].managed_generation;
+  return moved;
+}
+
+void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
+                    std::uint32_t context, std::uint64_t* total_bytes,
+                    std::uint64_t* host_bytes) {
+  *total_bytes = 0;
+  *host_bytes = 0;
+  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    const ManagedRecord& record = layout->managed[i];
+    if (record.pid != pid || record.device != device || record.context != context) continue;
+    *total_bytes += record.size_bytes;
+    *host_bytes += record.size_bytes - record.resident_bytes;
+  }
+}
+
+KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns) {
+  std::int64_t start = earliest_ns > device->busy_until_ns ? earliest_ns : device->busy_until_ns;
+  std::int64_t end = start + duration_ns;
+  device->busy_until_ns = end;
+  device->busy_ns += static_cast<std::uint64_t>(duration_ns);
+  ++device->kernels;
+  if (duration_ns > 0) {
+    std::uint32_t last = (device->ring_next + kBusyRing - 1) % kBusyRing;
+    if (device->ring_count > 0 && device->ring[last].end_ns == start) {
+      device->ring[last].end_ns = end;  // back to back: one interval
+    } else {
+      device->ring[device->ring_next] = {start, end};
+      device->ring_next = (device->ring_next + 1) % kBusyRing;
+      if (device->ring_count < kBusyRing) ++device->ring_count;
+    }
+  }
+  return {start, end};
+}
+
+std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns) {
+  std::uint64_t busy = 0;
+  std::uint32_t index = device.ring_next;
+  for (std::uint32_t n = 0; n < device.ring_count; ++n) {
+    index = (index + kBusyRing - 1) % kBusyRing;
+    const BusyInterval& interval = device.ring[index];
+    if (interval.end_ns <= from_ns) break;  // intervals only get older from here
+    std::int64_t start = interval.start_ns > from_ns ? interval.start_ns : from_ns;
+    std::int64_t end = interval.end_ns < to_ns ? interval.end_ns : to_ns;
+    if (end > start) busy += static_cast<std::uint64_t>(end - start);
+  }
+  return busy;
+}
+
+}  // namespace gpushare::simgpu

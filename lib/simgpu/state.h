@@ -1,0 +1,215 @@
+// The simulated GPU's shared state: one file, mapped MAP_SHARED by every
+// process that uses the simulated driver or NVML, so that all of them see
+// one device (or several).
+//
+// What lives here, and why here:
+//   - memory: each process's charges per device (allocations, pools, VMM
+//     handles, context overhead) in its own slot, and managed allocations
+//     with their device residency in a table. A device's used bytes are
+//     always summed from those, never kept as a separate counter, so a
+//     process that dies in the middle of an update cannot leave the total
+//     inconsistent with its parts.
+//   - time: per device, the end of the last kernel reserved on its single
+//     timeline (absolute CLOCK_MONOTONIC nanoseconds), total busy time and
+//     kernel count, and a ring of recent busy intervals from which NVML
+//     computes utilisation over a window.
+//
+// Concurrency: one robust, process-shared mutex. A holder killed by SIGKILL
+// leaves it EOWNERDEAD; the next locker marks it consistent and reclaims the
+// dead process's slot. Every lock has a bounded wait, so a holder stopped by
+// SIGSTOP gives an error rather than a hang.
+//
+// Crash cleanup: a slot records its pid and the process start time (from
+// /proc), so a reused pid is not mistaken for the original. Dead (or
+// zombie) processes' charges and managed records are reclaimed whenever a
+// process attaches and before any allocation is refused.
+//
+// Versioning: the file starts with a magic string, a layout version and the
+// layout's size; anything else is refused with a message naming the file,
+// never read as if it were ours.
+//
+// Plain C-style code (no allocation, no exceptions, no libstdc++) because it
+// runs inside libcuda.so.1 and libnvidia-ml.so.1.
+#pragma once
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "simgpu/config.h"
+
+namespace gpushare::simgpu {
+
+inline constexpr char kStateMagic[16] = "gpushare-simgpu";
+inline constexpr std::uint32_t kStateLayoutVersion = 1;
+inline constexpr int kMaxProcesses = 128;
+inline constexpr int kMaxManaged = 4096;
+inline constexpr int kBusyRing = 1024;
+/// How long lock() waits for a holder before giving up with an error.
+inline constexpr std::int64_t kLockTimeoutNs = 10'000'000'000;
+
+struct BusyInterval {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+};
+
+struct DeviceState {
+  std::uint64_t memory_bytes;
+  std::uint64_t ctx_overhead_bytes;
+  std::uint32_t sms;
+  std::uint32_t reserved0;
+  std::uint8_t uuid[16];
+  std::int64_t busy_until_ns;  ///< end of the last reserved kernel
+  std::uint64_t busy_ns;       ///< total kernel time ever reserved
+  std::uint64_t kernels;       ///< kernels ever launched
+  std::uint64_t managed_generation;  ///< bumped on every residency change
+  std::uint32_t ring_next;           ///< index the next interval goes to
+  std::uint32_t ring_count;          ///< valid intervals, up to kBusyRing
+  BusyInterval ring[kBusyRing];      ///< recent busy intervals, oldest first from ring_next
+};
+
+struct ProcessSlot {
+  std::int32_t pid;  ///< 0: free
+  std::uint32_t reserved0;
+  std::uint64_t start_ticks;                  ///< /proc/PID/stat start time
+  std::uint64_t charged_bytes[kMaxDevices];   ///< all but managed residency
+  std::uint32_t contexts[kMaxDevices];        ///< live contexts, for NVML
+  char name[32];                              ///< /proc/PID/comm
+};
+
+enum ManagedFlag : std::uint32_t {
+  kManagedPreferDevice = 1,  ///< CU_MEM_ADVISE_SET_PREFERRED_LOCATION on the device
+  kManagedPreferHost = 2,    ///< ... on the host
+  kManagedAccessedBy = 4,    ///< CU_MEM_ADVISE_SET_ACCESSED_BY
+  kManagedReadMostly = 8,    ///< CU_MEM_ADVISE_SET_READ_MOSTLY
+};
+
+struct ManagedRecord {
+  std::int32_t pid;  ///< 0: free
+  std::int32_t device;
+  std::uint64_t id;  ///< chosen by the owner, to recognise its record
+  std::uint64_t size_bytes;
+  std::uint64_t resident_bytes;  ///< on the device; the rest is on the host
+  std::uint32_t flags;           ///< ManagedFlag bits
+  std::uint32_t context;         ///< the owner's context serial number
+};
+
+struct StateHeader {
+  char magic[16];
+  std::uint32_t layout_version;
+  std::uint32_t layout_bytes;
+  std::uint32_t device_count;
+  std::uint32_t ready;  ///< 1 once initialised
+  std::uint64_t migrate_bytes_per_s;
+  std::uint32_t managed_slowdown_milli;
+  std::uint32_t managed_high_water;  ///< managed records at and past this are free
+};
+
+struct StateLayout {
+  StateHeader header;
+  alignas(64) pthread_mutex_t mutex;
+  DeviceState devices[kMaxDevices];
+  ProcessSlot processes[kMaxProcesses];
+  ManagedRecord managed[kMaxManaged];
+};
+
+/// The mapped state file. Constant-initialisable, so a static instance in
+/// the driver needs no constructor to run.
+class StateFile {
+ public:
+  constexpr StateFile() = default;
+
+  /// Opens config.state_path, creating and initialising it from `config`
+  /// when absent or empty; refuses a foreign, outdated or corrupt file.
+  bool open(const SimConfig& config, char* error, std::size_t error_bytes);
+  void close();
+  bool is_open() const { return layout_ != nullptr; }
+  StateLayout* layout() const { return layout_; }
+
+  /// Takes the lock, waiting at most kLockTimeoutNs. After a holder died,
+  /// repairs the state (reclaims dead processes) before returning.
+  bool lock(char* error, std::size_t error_bytes);
+  void unlock();
+
+ private:
+  int fd_ = -1;
+  StateLayout* layout_ = nullptr;
+  char path_[kPathBytes] = {};
+};
+
+/// Whether a process is alive: it exists, is not a zombie, and (when
+/// start_ticks is known) started when the slot says it did.
+using Liveness = bool (*)(std::int32_t pid, std::uint64_t start_ticks);
+bool process_alive(std::int32_t pid, std::uint64_t start_ticks);
+/// /proc/PID/stat's start time; 0 when unknown.
+std::uint64_t process_start_ticks(std::int32_t pid);
+
+/// Checks the invariants that keep indexing in bounds; a layout failing
+/// them is corrupt.
+bool validate_layout(const StateLayout* layout, char* error, std::size_t error_bytes);
+
+/// Writes a fresh layout for `config` (the caller owns the memory).
+void initialise_layout(StateLayout* layout, const SimConfig& config);
+
+// Everything below requires the lock.
+
+/// Frees the slots and managed records of dead processes; returns how many
+/// processes were reclaimed.
+int reclaim_dead(StateLayout* layout, Liveness alive);
+/// Registers a process; -1 when the table is full.
+int attach_process(StateLayout* layout, std::int32_t pid, std::uint64_t start_ticks,
+                   const char* name);
+/// Releases everything a process holds.
+void detach_process(StateLayout* layout, int slot);
+int live_process_count(const StateLayout* layout);
+
+/// True when the file's devices are the ones `config` describes.
+bool config_matches(const StateLayout* layout, const SimConfig& config);
+/// Rewrites the device description (memory, SMs, overhead, count) and
+/// keeps the counters; only sensible while no process is attached.
+void reconfigure(StateLayout* layout, const SimConfig& config);
+
+std::uint64_t device_used(const StateLayout* layout, int device);
+std::uint64_t process_used(const StateLayout* layout, int slot, int device);
+/// Charges `bytes` to a process on a device if they fit, first evicting
+/// other managed memory to the host when that makes enough room (not
+/// preferring-device memory first). False, changing nothing, if they do not.
+bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes);
+void uncharge(StateLayout* layout, int slot, int device, std::uint64_t bytes);
+
+/// Adds a managed allocation; its bytes go on the device as far as free
+/// memory allows when `on_device`. Returns the record index, -1 if full.
+int managed_add(StateLayout* layout, int slot, int device, std::uint64_t id,
+                std::uint64_t size_bytes, std::uint32_t flags, std::uint32_t context,
+                bool on_device);
+/// The record at `index` if it still belongs to (pid, id); else nullptr.
+ManagedRecord* managed_find(StateLayout* layout, int index, std::int32_t pid, std::uint64_t id);
+void managed_remove(StateLayout* layout, int index);
+/// Moves up to `bytes` of a record to the device (evicting other managed
+/// memory that does not prefer the device, if needed) or to the host.
+/// Returns the bytes moved.
+std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device);
+/// Managed bytes of (pid, device, context): total and on the host.
+void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
+                    std::uint32_t context, std::uint64_t* total_bytes,
+                    std::uint64_t* host_bytes);
+
+struct KernelSlot {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+};
+/// Reserves [start, start + duration) on the device's timeline, with start
+/// = max(earliest_ns, the end of the last reserved kernel).
+KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns);
+/// Busy nanoseconds of the device's timeline within [from_ns, to_ns), as
+/// far back as the ring of recent intervals reaches.
+std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns);
+
+/// The deterministic UUID of simulated device `index`.
+void device_uuid(int index, std::uint8_t uuid[16]);
+
+/// CLOCK_MONOTONIC in nanoseconds: the timeline's clock.
+std::int64_t monotonic_ns();
+
+}  // namespace gpushare::simgpu

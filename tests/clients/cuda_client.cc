@@ -1,0 +1,499 @@
+// gpushare-cuda-client: a driver-API program for tests, driven by steps on
+// its command line, printing one JSON line per step.
+//
+//   gpushare-cuda-client [--bind direct|dlsym|resolver] [--per-thread] STEP...
+//
+// A step is NAME[:ARG]...; a leading '?' lets it fail without stopping the
+// client. The client exits 0 when every step without '?' succeeded, 1 at the
+// first one that did not (after printing it), 2 on a malformed command line.
+//
+//   init | version | devices             cuInit, cuDriverGetVersion, device count
+//   ctx[:DEV] | ctx-create[:DEV]         primary context made current | cuCtxCreate
+//   ctx-destroy | ctx-release[:DEV]      destroy the created context | release primary
+//   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
+//   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
+//                                        pool vmm host
+//   free | free-all                      the last allocation | all of them
+//   fill:SEED | check:SEED | memset:BYTE write, verify or memset the last allocation
+//   advise:preferred-device|preferred-host|accessed-by   on the last allocation
+//   prefetch:device|host                 the last (managed) allocation
+//   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
+//   launch:COUNT:US                      COUNT gpushare_spin kernels of US microseconds
+//   timed:COUNT:US                       ... each followed by a stream sync; reports wall_ms
+//   events:US                            elapsed time of one kernel between two events
+//   resolve:NAME:VERSION[:FLAGS]         cuGetProcAddress_v2; reports the symbol found
+//   nvml                                 NVML memory and processes of device 0
+//   ready[:FILE] | wait:FILE | hold      signal, wait for a file (60 s), wait for stdin EOF
+//   exit:N                               _exit(N) at once, without any cleanup
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "client_api.h"
+#include "common/units.h"
+#include "nvml_api.h"
+#include "spin_ptx.h"
+
+namespace {
+
+using gpushare::clients::Api;
+
+struct Held {
+  std::string kind;
+  CUdeviceptr pointer = 0;
+  std::size_t bytes = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  void* host = nullptr;
+};
+
+struct Client {
+  Api api{};
+  CUdevice device = 0;
+  CUcontext created = nullptr;
+  CUstream stream = nullptr;
+  CUmodule module = nullptr;
+  CUfunction spin = nullptr;
+  CUmemoryPool pool = nullptr;
+  std::vector<Held> held;
+  std::string json;  ///< extra fields of the current step's line
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) return parts;
+    start = colon + 1;
+  }
+}
+
+void field(Client& client, const char* name, unsigned long long value) {
+  client.json += ",\"" + std::string(name) + "\":" + std::to_string(value);
+}
+void field(Client& client, const char* name, const std::string& value) {
+  client.json += ",\"" + std::string(name) + "\":\"" + value + "\"";
+}
+void field_raw(Client& client, const char* name, const std::string& raw) {
+  client.json += ",\"" + std::string(name) + "\":" + raw;
+}
+
+bool parse_number(const std::string& text, unsigned long long* value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  *value = std::strtoull(text.c_str(), &end, 0);
+  return *end == '\0';
+}
+
+bool parse_bytes(const std::string& text, std::size_t* bytes) {
+  auto parsed = gpushare::parse_size(text);
+  if (!parsed) return false;
+  *bytes = static_cast<std::size_t>(*parsed);
+  return true;
+}
+
+CUresult load_spin(Client& client) {
+  if (client.spin != nullptr) return CUDA_SUCCESS;
+  CUresult status = client.api.cuModuleLoadData(&client.module, gpushare::workload::kSpinPtx);
+  if (status != CUDA_SUCCESS) return status;
+  return client.api.cuModuleGetFunction(&client.spin, client.module,
+                                        gpushare::workload::kSpinKernelName);
+}
+
+CUresult launch_spin(Client& client, unsigned long long micros) {
+  if (CUresult status = load_spin(client); status != CUDA_SUCCESS) return status;
+  unsigned long long nanos = micros * 1000;
+  void* params[] = {&nanos};
+  return client.api.cuLaunchKernel(client.spin, 1, 1, 1, 1, 1, 1, 0, client.stream, params,
+                                   nullptr);
+}
+
+CUmemAllocationProp device_properties(CUdevice device) {
+  CUmemAllocationProp properties{};
+  properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  properties.location.id = device;
+  return properties;
+}
+
+CUresult allocate(Client& client, const std::string& kind, std::size_t bytes) {
+  const Api& api = client.api;
+  Held held{kind, 0, bytes, 0, nullptr};
+  CUresult status = CUDA_ERROR_INVALID_VALUE;
+  if (kind == "plain") {
+    status = api.cuMemAlloc_v2(&held.pointer, bytes);
+  } else if (kind == "pitch") {
+    // 1024 rows wide enough for the request; charged pitch x rows.
+    std::size_t pitch = 0;
+    status = api.cuMemAllocPitch_v2(&held.pointer, &pitch, (bytes + 1023) / 1024, 1024, 4);
+    held.bytes = pitch * 1024;
+  } else if (kind == "managed" || kind == "managed-host") {
+    status = api.cuMemAllocManaged(&held.pointer, bytes,
+                                   kind == "managed" ? CU_MEM_ATTACH_GLOBAL : CU_MEM_ATTACH_HOST);
+  } else if (kind == "async") {
+    status = api.cuMemAllocAsync(&held.pointer, bytes, client.stream);
+  } else if (kind == "pool") {
+    if (client.pool == nullptr) {
+      CUmemPoolProps properties{};
+      properties.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+      properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      properties.location.id = client.device;
+      status = api.cuMemPoolCreate(&client.pool, &properties);
+      if (status != CUDA_SUCCESS) return status;
+    }
+    status = api.cuMemAllocFromPoolAsync(&held.pointer, bytes, client.pool, client.stream);
+  } else if (kind == "vmm") {
+    CUmemAllocationProp properties = device_properties(client.device);
+    std::size_t granularity = 0;
+    status = api.cuMemGetAllocationGranularity(&granularity, &properties,
+                                               CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    if (status != CUDA_SUCCESS) return status;
+    held.bytes = (bytes + granularity - 1) / granularity * granularity;
+    status = api.cuMemCreate(&held.handle, held.bytes, &properties, 0);
+    if (status != CUDA_SUCCESS) return status;
+    status = api.cuMemAddressReserve(&held.pointer, held.bytes, 0, 0, 0);
+    if (status == CUDA_SUCCESS) status = api.cuMemMap(held.pointer, held.bytes, 0, held.handle, 0);
+    CUmemAccessDesc access{};
+    access.location = properties.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (status == CUDA_SUCCESS) status = api.cuMemSetAccess(held.pointer, held.bytes, &access, 1);
+    if (status != CUDA_SUCCESS) {
+      api.cuMemRelease(held.handle);
+      return status;
+    }
+  } else if (kind == "host") {
+    status = api.cuMemAllocHost_v2(&held.host, bytes);
+    held.pointer = reinterpret_cast<CUdeviceptr>(held.host);
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  field(client, "kind", kind);
+  field(client, "bytes", held.bytes);
+  if (status == CUDA_SUCCESS) client.held.push_back(held);
+  return status;
+}
+
+CUresult release(Client& client, const Held& held) {
+  const Api& api = client.api;
+  if (held.kind == "async" || held.kind == "pool") return api.cuMemFreeAsync(held.pointer, client.stream);
+  if (held.kind == "host") return api.cuMemFreeHost(held.host);
+  if (held.kind == "vmm") {
+    CUresult status = api.cuMemUnmap(held.pointer, held.bytes);
+    if (status == CUDA_SUCCESS) status = api.cuMemRelease(held.handle);
+    if (status == CUDA_SUCCESS) status = api.cuMemAddressFree(held.pointer, held.bytes);
+    return status;
+  }
+  return api.cuMemFree_v2(held.pointer);
+}
+
+// fill/check touch at most the first 16 MiB, so huge allocations stay cheap.
+std::size_t pattern_bytes(const Held& held) {
+  return held.bytes < (16u << 20) ? held.bytes : (16u << 20);
+}
+
+CUresult fill_or_check(Client& client, unsigned long long seed, bool check) {
+  if (client.held.empty()) return CUDA_ERROR_INVALID_VALUE;
+  const Held& held = client.held.back();
+  std::vector<unsigned char> buffer(pattern_bytes(held));
+  if (!check) {
+    for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<unsigned char>(seed + i * 7);
+    return client.api.cuMemcpyHtoD_v2(held.pointer, buffer.data(), buffer.size());
+  }
+  CUresult status = client.api.cuMemcpyDtoH_v2(buffer.data(), held.pointer, buffer.size());
+  if (status != CUDA_SUCCESS) return status;
+  for (std::size_t i = 0; i < buffer.size(); ++i) {
+    if (buffer[i] != static_cast<unsigned char>(seed + i * 7)) {
+      field(client, "mismatch_at", i);
+      return CUDA_ERROR_UNKNOWN;
+    }
+  }
+  field(client, "checked_bytes", buffer.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult resolve(Client& client, const std::vector<std::string>& args) {
+  unsigned long long version = 0, flags = 0;
+  if (args.size() < 3 || !parse_number(args[2], &version) ||
+      (args.size() > 3 && !parse_number(args[3], &flags))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* address = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUresult result = client.api.cuGetProcAddress_v2(args[1].c_str(), &address,
+                                                   static_cast<int>(version), flags, &status);
+  field(client, "status", static_cast<unsigned long long>(status));
+  Dl_info info{};
+  if (address != nullptr && dladdr(address, &info) != 0 && info.dli_sname != nullptr) {
+    field(client, "symbol", std::string(info.dli_sname));
+    field(client, "library", std::string(info.dli_fname));
+  } else {
+    field_raw(client, "symbol", "null");
+  }
+  return result;
+}
+
+CUresult query_nvml(Client& client) {
+  gpushare::clients::Nvml nvml;
+  std::string error;
+  if (!gpushare::clients::load_nvml(&nvml, &error)) {
+    field(client, "error", error);
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  gpushare::clients::NvmlDevice device = nullptr;
+  gpushare::clients::NvmlMemory memory{};
+  unsigned count = 64;
+  gpushare::clients::NvmlProcessInfo processes[64];
+  gpushare::clients::NvmlUtilization utilization{};
+  int status = nvml.init();
+  if (status == 0) status = nvml.handle_by_index(0, &device);
+  if (status == 0) status = nvml.memory_info(device, &memory);
+  if (status == 0) status = nvml.running_processes(device, &count, processes);
+  if (status == 0) status = nvml.utilization(device, &utilization);
+  if (status != 0) {
+    field(client, "nvml_status", static_cast<unsigned long long>(status));
+    return CUDA_ERROR_UNKNOWN;
+  }
+  field(client, "nvml_total_bytes", memory.total);
+  field(client, "nvml_used_bytes", memory.used);
+  field(client, "nvml_free_bytes", memory.free);
+  field(client, "gpu_util_pct", utilization.gpu);
+  std::string list = "[";
+  for (unsigned i = 0; i < count; ++i) {
+    if (i > 0) list += ",";
+    list += "{\"pid\":" + std::to_string(processes[i].pid) +
+            ",\"used_bytes\":" + std::to_string(processes[i].used_gpu_memory) + "}";
+  }
+  field_raw(client, "processes", list + "]");
+  nvml.shutdown();
+  return CUDA_SUCCESS;
+}
+
+bool wait_for_file(const std::string& path) {
+  for (int i = 0; i < 6000; ++i) {  // 60 s at most
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0) return true;
+    timespec pause{0, 10000000};
+    nanosleep(&pause, nullptr);
+  }
+  return false;
+}
+
+double wall_ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs one step. Returns false for a malformed step (usage error).
+bool run_step(Client& client, const std::vector<std::string>& args, CUresult* result) {
+  const Api& api = client.api;
+  const std::string& name = args[0];
+  unsigned long long a = 0, b = 0;
+  auto number_arg = [&](std::size_t index, unsigned long long fallback, unsigned long long* out) {
+    if (args.size() <= index) {
+      *out = fallback;
+      return true;
+    }
+    return parse_number(args[index], out);
+  };
+  if (name == "init") {
+    *result = api.cuInit(0);
+  } else if (name == "version") {
+    int version = 0;
+    *result = api.cuDriverGetVersion(&version);
+    field(client, "driver_version", static_cast<unsigned long long>(version));
+  } else if (name == "devices") {
+    int count = 0;
+    *result = api.cuDeviceGetCount(&count);
+    field(client, "devices", static_cast<unsigned long long>(count));
+  } else if (name == "ctx" || name == "ctx-create") {
+    if (!number_arg(1, 0, &a)) return false;
+    *result = api.cuDeviceGet(&client.device, static_cast<int>(a));
+    CUcontext ctx = nullptr;
+    if (*result == CUDA_SUCCESS && name == "ctx") {
+      *result = api.cuDevicePrimaryCtxRetain(&ctx, client.device);
+      if (*result == CUDA_SUCCESS) *result = api.cuCtxSetCurrent(ctx);
+    } else if (*result == CUDA_SUCCESS) {
+      *result = api.cuCtxCreate_v4(&client.created, nullptr, 0, client.device);
+    }
+  } else if (name == "ctx-destroy") {
+    *result = api.cuCtxDestroy_v2(client.created);
+  } else if (name == "ctx-release") {
+    if (!number_arg(1, 0, &a)) return false;
+    *result = api.cuDevicePrimaryCtxRelease_v2(static_cast<CUdevice>(a));
+  } else if (name == "info") {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    *result = api.cuMemGetInfo_v2(&free_bytes, &total_bytes);
+    field(client, "free_bytes", free_bytes);
+    field(client, "total_bytes", total_bytes);
+  } else if (name == "total" || name == "sms") {
+    if (!number_arg(1, 0, &a)) return false;
+    if (name == "total") {
+      std::size_t total_bytes = 0;
+      *result = api.cuDeviceTotalMem_v2(&total_bytes, static_cast<CUdevice>(a));
+      field(client, "total_bytes", total_bytes);
+    } else {
+      int sms = 0;
+      *result = api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                         static_cast<CUdevice>(a));
+      field(client, "sms", static_cast<unsigned long long>(sms));
+    }
+  } else if (name == "alloc") {
+    std::size_t bytes = 0;
+    if (args.size() != 3 || !parse_bytes(args[2], &bytes)) return false;
+    *result = allocate(client, args[1], bytes);
+  } else if (name == "free" || name == "free-all") {
+    *result = client.held.empty() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    while (!client.held.empty() && *result == CUDA_SUCCESS) {
+      *result = release(client, client.held.back());
+      client.held.pop_back();
+      if (name == "free") break;
+    }
+  } else if (name == "fill" || name == "check") {
+    if (!number_arg(1, 1, &a)) return false;
+    *result = fill_or_check(client, a, name == "check");
+  } else if (name == "memset") {
+    if (!number_arg(1, 0, &a) || client.held.empty()) return false;
+    *result = api.cuMemsetD8_v2(client.held.back().pointer, static_cast<unsigned char>(a),
+                                client.held.back().bytes);
+  } else if (name == "advise" || name == "prefetch") {
+    if (args.size() != 2 || client.held.empty()) return false;
+    const Held& held = client.held.back();
+    CUmemLocation location{};
+    location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    location.id = client.device;
+    CUmem_advise advice = CU_MEM_ADVISE_SET_PREFERRED_LOCATION;
+    if (args[1] == "preferred-host" || args[1] == "host") {
+      location.type = CU_MEM_LOCATION_TYPE_HOST;
+      location.id = 0;
+    } else if (args[1] == "accessed-by") {
+      advice = CU_MEM_ADVISE_SET_ACCESSED_BY;
+    } else if (args[1] != "preferred-device" && args[1] != "device") {
+      return false;
+    }
+    *result = name == "advise"
+                  ? api.cuMemAdvise_v2(held.pointer, held.bytes, advice, location)
+                  : api.cuMemPrefetchAsync_v2(held.pointer, held.bytes, location, 0, client.stream);
+  } else if (name == "stream") {
+    *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
+  } else if (name == "sync") {
+    *result = api.cuCtxSynchronize();
+  } else if (name == "stream-sync") {
+    *result = api.cuStreamSynchronize(client.stream);
+  } else if (name == "query") {
+    *result = api.cuStreamQuery(client.stream);
+  } else if (name == "launch" || name == "timed") {
+    if (!number_arg(1, 1, &a) || !number_arg(2, 1000, &b)) return false;
+    auto start = std::chrono::steady_clock::now();
+    *result = CUDA_SUCCESS;
+    for (unsigned long long i = 0; i < a && *result == CUDA_SUCCESS; ++i) {
+      *result = launch_spin(client, b);
+      if (*result == CUDA_SUCCESS && name == "timed") *result = api.cuStreamSynchronize(client.stream);
+    }
+    field(client, "kernels", a);
+    field(client, "kernel_us", b);
+    if (name == "timed") field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
+  } else if (name == "events") {
+    if (!number_arg(1, 1000, &a)) return false;
+    CUevent start = nullptr, end = nullptr;
+    float elapsed = 0;
+    *result = api.cuEventCreate(&start, CU_EVENT_DEFAULT);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&end, CU_EVENT_DEFAULT);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(start, client.stream);
+    if (*result == CUDA_SUCCESS) *result = launch_spin(client, a);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(end, client.stream);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventSynchronize(end);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventElapsedTime(&elapsed, start, end);
+    field_raw(client, "elapsed_ms", std::to_string(elapsed));
+  } else if (name == "resolve") {
+    *result = resolve(client, args);
+  } else if (name == "nvml") {
+    *result = query_nvml(client);
+  } else if (name == "ready") {
+    *result = CUDA_SUCCESS;
+    if (args.size() > 1) {
+      std::string temporary = args[1] + ".tmp";
+      FILE* file = std::fopen(temporary.c_str(), "w");
+      if (file == nullptr || std::fclose(file) != 0 || std::rename(temporary.c_str(), args[1].c_str()) != 0) {
+        *result = CUDA_ERROR_UNKNOWN;
+      }
+    }
+  } else if (name == "wait") {
+    if (args.size() != 2) return false;
+    *result = wait_for_file(args[1]) ? CUDA_SUCCESS : CUDA_ERROR_TIMEOUT;
+  } else if (name == "hold") {
+    char buffer[256];
+    while (read(0, buffer, sizeof buffer) > 0) {
+    }
+    *result = CUDA_SUCCESS;
+  } else if (name == "exit") {
+    if (!number_arg(1, 0, &a)) return false;
+    std::fflush(stdout);
+    _exit(static_cast<int>(a));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+int usage(const char* message) {
+  std::fprintf(stderr, "gpushare-cuda-client: error: %s\n", message);
+  std::fprintf(stderr, "usage: gpushare-cuda-client [--bind direct|dlsym|resolver] [--per-thread] STEP...\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gpushare::clients::Binding binding = gpushare::clients::Binding::kDirect;
+  bool per_thread = false;
+  int first = 1;
+  for (; first < argc && std::strncmp(argv[first], "--", 2) == 0; ++first) {
+    std::string option = argv[first];
+    if (option == "--bind" && first + 1 < argc) {
+      std::string value = argv[++first];
+      if (value == "direct") {
+        binding = gpushare::clients::Binding::kDirect;
+      } else if (value == "dlsym") {
+        binding = gpushare::clients::Binding::kDlsym;
+      } else if (value == "resolver") {
+        binding = gpushare::clients::Binding::kResolver;
+      } else {
+        return usage("--bind takes direct, dlsym or resolver");
+      }
+    } else if (option == "--per-thread") {
+      per_thread = true;
+    } else {
+      return usage(("unknown option " + option).c_str());
+    }
+  }
+  if (first == argc) return usage("no steps");
+
+  Client client;
+  std::string error;
+  if (!gpushare::clients::bind_api(binding, per_thread, &client.api, &error)) {
+    std::fprintf(stderr, "gpushare-cuda-client: error: %s\n", error.c_str());
+    return 1;
+  }
+  for (int i = first; i < argc; ++i) {
+    std::string step = argv[i];
+    bool may_fail = !step.empty() && step[0] == '?';
+    if (may_fail) step.erase(0, 1);
+    std::vector<std::string> args = split(step);
+    CUresult result = CUDA_SUCCESS;
+    client.json.clear();
+    if (!run_step(client, args, &result)) return usage(("bad step '" + step + "'").c_str());
+    std::printf("{\"step\":\"%s\",\"result\":\"%s\"%s}\n", args[0].c_str(),
+                gpushare::clients::result_name(client.api, result).c_str(), client.json.c_str());
+    std::fflush(stdout);
+    if (result != CUDA_SUCCESS && !may_fail) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,130 @@
+// gpushare-workload: a synthetic training job for demos, tests and
+// benchmarks (gpushare-workload(1)). It runs unchanged on the simulated GPU
+// (LD_LIBRARY_PATH=P/lib/gpushare/sim) and on a real one.
+//
+// main() parses into WorkloadOptions and calls run(), which runs the
+// workload (workload.cc) and prints JSON Lines.
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/cli.h"
+#include "common/diag.h"
+#include "common/exit_status.h"
+#include "common/jsonl.h"
+#include "common/units.h"
+#include "workload.h"
+
+namespace {
+
+using gpushare::workload::AllocKind;
+using gpushare::workload::WorkloadOptions;
+
+struct Options {
+  WorkloadOptions workload;
+  bool per_iteration = false;
+  std::string label;
+};
+
+double round3(double value) { return static_cast<double>(static_cast<long long>(value * 1000 + 0.5)) / 1000; }
+
+int run(const Options& options) {
+  gpushare::JsonLinesWriter writer(std::cout);
+  auto labelled = [&](nlohmann::ordered_json fields) {
+    if (!options.label.empty()) fields["label"] = options.label;
+    return fields;
+  };
+  // Per-iteration records as they happen, so a pipeline sees progress.
+  auto on_iteration = [&](const gpushare::workload::IterationSample& sample) {
+    if (!options.per_iteration) return;
+    writer.write("workload-iteration", 1,
+                 labelled({{"iteration", sample.iteration},
+                           {"iteration_ms", round3(sample.iteration_ms)},
+                           {"gpu_ms", round3(sample.gpu_ms)},
+                           {"mem_bytes", sample.mem_bytes}}));
+  };
+  auto result = gpushare::workload::run_workload(options.workload, on_iteration);
+  if (!result) {
+    gpushare::diag::error(result.error().message);
+    return gpushare::exit_status::kFailure;
+  }
+  gpushare::workload::Summary summary = gpushare::workload::summarise(*result);
+  char checksum[24];
+  std::snprintf(checksum, sizeof checksum, "%016llx",
+                static_cast<unsigned long long>(result->checksum));
+  writer.write("workload-summary", 1,
+               labelled({{"iterations", options.workload.iterations},
+                         {"kernels", result->kernels},
+                         {"elapsed_ms", round3(result->elapsed_ms)},
+                         {"iterations_per_s", round3(summary.iterations_per_s)},
+                         {"iteration_ms_mean", round3(summary.iteration_ms_mean)},
+                         {"iteration_ms_p99", round3(summary.iteration_ms_p99)},
+                         {"gpu_ms_total", round3(result->gpu_ms_total)},
+                         {"peak_mem_bytes", result->peak_mem_bytes},
+                         {"verified_bytes", result->verified_bytes},
+                         {"checksum", checksum}}));
+  return gpushare::exit_status::kSuccess;
+}
+
+// Sizes arrive as text so they get our grammar ("8GiB") and our messages.
+bool parse_size_option(const std::string& name, const std::string& text, std::uint64_t* bytes) {
+  auto parsed = gpushare::parse_size(text);
+  if (!parsed) {
+    gpushare::diag::error(name + ": " + parsed.error().message);
+    gpushare::diag::usage_hint();
+    return false;
+  }
+  *bytes = *parsed;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gpushare::diag::set_program_name("gpushare-workload");
+  CLI::App app{"Run a synthetic training job on the CUDA driver API.", "gpushare-workload"};
+  gpushare::cli::configure(app, "gpushare-workload");
+  Options options;
+  WorkloadOptions& workload = options.workload;
+  std::string mem = "256MiB", grow = "0", verify = "64MiB", alloc = "plain";
+  app.add_option("--mem", mem, "Working set to allocate (e.g. 2GiB)")->capture_default_str();
+  app.add_option("--iterations", workload.iterations, "Iterations to run")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 100000000L));
+  app.add_option("--kernels-per-iter", workload.kernels_per_iteration, "Kernels per iteration")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 1000000L));
+  app.add_option("--kernel-us", workload.kernel_us, "Duration of each kernel in microseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 3600000000L));
+  app.add_option("--grow", grow, "Extra memory allocated and freed in each iteration")
+      ->capture_default_str();
+  app.add_option("--alloc", alloc, "How memory is allocated")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "managed", "async"}));
+  app.add_option("--verify", verify, "Bytes of the working set checked by checksum")
+      ->capture_default_str();
+  app.add_option("--blocks", workload.blocks, "Thread blocks per kernel")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65535u));
+  app.add_option("--device", workload.device, "Device ordinal")->capture_default_str()->check(
+      CLI::NonNegativeNumber);
+  app.add_option("--label", options.label, "Label added to every record");
+  app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
+  if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
+    return *status;
+  }
+  if (!parse_size_option("--mem", mem, &workload.mem_bytes) ||
+      !parse_size_option("--grow", grow, &workload.grow_bytes) ||
+      !parse_size_option("--verify", verify, &workload.verify_bytes)) {
+    return gpushare::exit_status::kUsage;
+  }
+  if (workload.mem_bytes == 0) {
+    gpushare::diag::error("--mem: the working set must not be empty");
+    gpushare::diag::usage_hint();
+    return gpushare::exit_status::kUsage;
+  }
+  workload.alloc = alloc == "managed" ? AllocKind::kManaged
+                                      : (alloc == "async" ? AllocKind::kAsync : AllocKind::kPlain);
+  return run(options);
+}

@@ -1,0 +1,255 @@
+// The workload's run loop.
+//
+// Data check: before the first iteration the workload writes a
+// pseudo-random pattern into blocks of 64 KiB spread evenly over its
+// working set (--verify bytes of them in all), through a pinned staging
+// buffer, and keeps an FNV-1a checksum of what it wrote. After the last
+// iteration it reads every block back and compares: memory that moved
+// (a spill to the host and back) or was reallocated under the program's
+// feet shows up as a mismatch at a named offset.
+#include "workload.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include <cuda.h>
+
+#include "spin_ptx.h"
+
+namespace gpushare::workload {
+namespace {
+
+constexpr std::uint64_t kBlockBytes = 64 << 10;
+constexpr std::uint64_t kGrowTouchBytes = 1 << 20;
+
+std::string cuda_error_name(CUresult result) {
+  const char* name = nullptr;
+  if (cuGetErrorName(result, &name) == CUDA_SUCCESS && name != nullptr) return name;
+  return "CUresult " + std::to_string(static_cast<int>(result));
+}
+
+// "CALL: CUDA_ERROR_X" for a failed call, or nothing.
+Status check(CUresult result, const std::string& call) {
+  if (result == CUDA_SUCCESS) return {};
+  return make_error(call + ": " + cuda_error_name(result));
+}
+
+#define WORKLOAD_TRY(expression)                 \
+  do {                                           \
+    if (Status status_ = (expression); !status_) \
+      return status_.error();                    \
+  } while (0)
+
+std::string bytes_call(const char* name, std::uint64_t bytes) {
+  return std::string(name) + "(" + std::to_string(bytes) + " bytes)";
+}
+
+// The pattern of the block at `offset`: xorshift64 seeded by the offset.
+void fill_pattern(std::uint64_t offset, unsigned char* data, std::size_t bytes) {
+  std::uint64_t state = offset * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+  for (std::size_t i = 0; i < bytes; i += 8) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    std::memcpy(data + i, &state, std::min<std::size_t>(8, bytes - i));
+  }
+}
+
+std::uint64_t fnv1a(std::uint64_t hash, const unsigned char* data, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    hash ^= data[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+struct Device {
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  CUfunction spin = nullptr;
+  CUevent start = nullptr;
+  CUevent end = nullptr;
+  void* staging = nullptr;
+};
+
+Status open_device(const WorkloadOptions& options, Device* device) {
+  WORKLOAD_TRY(check(cuInit(0), "cuInit"));
+  CUdevice handle = 0;
+  WORKLOAD_TRY(check(cuDeviceGet(&handle, options.device),
+                     "cuDeviceGet(" + std::to_string(options.device) + ")"));
+  WORKLOAD_TRY(check(cuDevicePrimaryCtxRetain(&device->ctx, handle), "cuDevicePrimaryCtxRetain"));
+  WORKLOAD_TRY(check(cuCtxSetCurrent(device->ctx), "cuCtxSetCurrent"));
+  CUmodule module = nullptr;
+  WORKLOAD_TRY(check(cuModuleLoadData(&module, kSpinPtx), "cuModuleLoadData"));
+  WORKLOAD_TRY(check(cuModuleGetFunction(&device->spin, module, kSpinKernelName),
+                     std::string("cuModuleGetFunction(") + kSpinKernelName + ")"));
+  WORKLOAD_TRY(check(cuStreamCreate(&device->stream, CU_STREAM_DEFAULT), "cuStreamCreate"));
+  WORKLOAD_TRY(check(cuEventCreate(&device->start, CU_EVENT_DEFAULT), "cuEventCreate"));
+  WORKLOAD_TRY(check(cuEventCreate(&device->end, CU_EVENT_DEFAULT), "cuEventCreate"));
+  WORKLOAD_TRY(check(cuMemAllocHost(&device->staging, kBlockBytes),
+                     bytes_call("cuMemAllocHost_v2", kBlockBytes)));
+  return {};
+}
+
+Result<CUdeviceptr> allocate(AllocKind kind, std::uint64_t bytes, CUstream stream) {
+  CUdeviceptr pointer = 0;
+  switch (kind) {
+    case AllocKind::kPlain:
+      WORKLOAD_TRY(check(cuMemAlloc(&pointer, bytes), bytes_call("cuMemAlloc_v2", bytes)));
+      break;
+    case AllocKind::kManaged:
+      WORKLOAD_TRY(check(cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL),
+                         bytes_call("cuMemAllocManaged", bytes)));
+      break;
+    case AllocKind::kAsync:
+      WORKLOAD_TRY(check(cuMemAllocAsync(&pointer, bytes, stream),
+                         bytes_call("cuMemAllocAsync", bytes)));
+      break;
+  }
+  return pointer;
+}
+
+Status release(AllocKind kind, CUdeviceptr pointer, CUstream stream) {
+  if (kind == AllocKind::kAsync) return check(cuMemFreeAsync(pointer, stream), "cuMemFreeAsync");
+  return check(cuMemFree(pointer), "cuMemFree_v2");
+}
+
+// Offsets of the verified blocks: evenly spread, block-aligned.
+std::vector<std::uint64_t> block_offsets(std::uint64_t mem_bytes, std::uint64_t verify_bytes,
+                                         std::uint64_t* block_bytes) {
+  *block_bytes = std::min(kBlockBytes, mem_bytes);
+  std::uint64_t blocks = std::max<std::uint64_t>(1, std::min(verify_bytes, mem_bytes) / *block_bytes);
+  std::uint64_t stride = mem_bytes / blocks;
+  std::vector<std::uint64_t> offsets;
+  for (std::uint64_t i = 0; i < blocks; ++i) {
+    std::uint64_t offset = i * stride / 256 * 256;
+    if (offset + *block_bytes > mem_bytes) offset = mem_bytes - *block_bytes;
+    offsets.push_back(offset);
+  }
+  return offsets;
+}
+
+Status write_pattern(const Device& device, CUdeviceptr base,
+                     const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
+                     std::uint64_t* checksum) {
+  auto* staging = static_cast<unsigned char*>(device.staging);
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (std::uint64_t offset : offsets) {
+    fill_pattern(offset, staging, block_bytes);
+    hash = fnv1a(hash, staging, block_bytes);
+    WORKLOAD_TRY(check(cuMemcpyHtoD(base + offset, staging, block_bytes),
+                       bytes_call("cuMemcpyHtoD_v2", block_bytes)));
+  }
+  *checksum = hash;
+  return {};
+}
+
+Status verify_pattern(const Device& device, CUdeviceptr base,
+                      const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
+                      std::uint64_t checksum) {
+  auto* staging = static_cast<unsigned char*>(device.staging);
+  std::vector<unsigned char> expected(block_bytes);
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (std::uint64_t offset : offsets) {
+    WORKLOAD_TRY(check(cuMemcpyDtoH(staging, base + offset, block_bytes),
+                       bytes_call("cuMemcpyDtoH_v2", block_bytes)));
+    fill_pattern(offset, expected.data(), block_bytes);
+    for (std::uint64_t i = 0; i < block_bytes; ++i) {
+      if (staging[i] != expected[i]) {
+        return make_error("checksum mismatch: the working set changed at offset " +
+                          std::to_string(offset + i));
+      }
+    }
+    hash = fnv1a(hash, staging, block_bytes);
+  }
+  if (hash != checksum) return make_error("checksum mismatch over the verified blocks");
+  return {};
+}
+
+double ms_between(std::chrono::steady_clock::time_point from,
+                  std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+}  // namespace
+
+Result<WorkloadResult> run_workload(const WorkloadOptions& options,
+                                    const IterationCallback& on_iteration) {
+  Device device;
+  WORKLOAD_TRY(open_device(options, &device));
+  WorkloadResult result;
+
+  Result<CUdeviceptr> working_set = allocate(options.alloc, options.mem_bytes, device.stream);
+  if (!working_set) return working_set.error();
+  result.peak_mem_bytes = options.mem_bytes;
+  std::uint64_t block_bytes = 0;
+  std::vector<std::uint64_t> offsets =
+      block_offsets(options.mem_bytes, options.verify_bytes, &block_bytes);
+  WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+  WORKLOAD_TRY(write_pattern(device, *working_set, offsets, block_bytes, &result.checksum));
+  result.verified_bytes = offsets.size() * block_bytes;
+
+  unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
+  void* params[] = {&kernel_ns};
+  auto run_start = std::chrono::steady_clock::now();
+  for (long iteration = 0; iteration < options.iterations; ++iteration) {
+    auto start = std::chrono::steady_clock::now();
+    std::uint64_t mem_bytes = options.mem_bytes;
+    CUdeviceptr grown = 0;
+    WORKLOAD_TRY(check(cuEventRecord(device.start, device.stream), "cuEventRecord"));
+    if (options.grow_bytes > 0) {
+      // Activations: allocated, touched and freed within the iteration.
+      Result<CUdeviceptr> extra = allocate(options.alloc, options.grow_bytes, device.stream);
+      if (!extra) return extra.error();
+      grown = *extra;
+      mem_bytes += options.grow_bytes;
+      std::uint64_t touch = std::min(options.grow_bytes, kGrowTouchBytes);
+      WORKLOAD_TRY(check(cuMemsetD8Async(grown, static_cast<unsigned char>(iteration), touch,
+                                         device.stream),
+                         bytes_call("cuMemsetD8Async", touch)));
+    }
+    for (long k = 0; k < options.kernels_per_iteration; ++k) {
+      WORKLOAD_TRY(check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0,
+                                        device.stream, params, nullptr),
+                         "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) +
+                             " us)"));
+    }
+    if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));
+    WORKLOAD_TRY(check(cuEventRecord(device.end, device.stream), "cuEventRecord"));
+    WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+    float gpu_ms = 0;
+    WORKLOAD_TRY(check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
+    double iteration_ms = ms_between(start, std::chrono::steady_clock::now());
+    result.iteration_ms.push_back(iteration_ms);
+    result.gpu_ms_total += gpu_ms;
+    result.kernels += options.kernels_per_iteration;
+    result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
+    if (on_iteration) on_iteration({iteration, iteration_ms, gpu_ms, mem_bytes});
+  }
+  result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
+
+  WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
+  WORKLOAD_TRY(release(options.alloc, *working_set, device.stream));
+  WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+  return result;
+}
+
+Summary summarise(const WorkloadResult& result) {
+  Summary summary{0, 0, 0};
+  if (result.iteration_ms.empty()) return summary;
+  double total = 0;
+  for (double ms : result.iteration_ms) total += ms;
+  summary.iteration_ms_mean = total / static_cast<double>(result.iteration_ms.size());
+  std::vector<double> sorted = result.iteration_ms;
+  std::sort(sorted.begin(), sorted.end());
+  // Nearest rank: the smallest value with at least 99% of samples at or below it.
+  std::size_t rank = (sorted.size() * 99 + 99) / 100;
+  summary.iteration_ms_p99 = sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
+  summary.iterations_per_s =
+      result.elapsed_ms > 0 ? static_cast<double>(sorted.size()) * 1000.0 / result.elapsed_ms : 0;
+  return summary;
+}
+
+}  // namespace gpushare::workload

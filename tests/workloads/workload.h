@@ -1,0 +1,65 @@
+// A training-like job on the CUDA driver API: a working set, an iteration
+// loop of spin kernels with one synchronisation per iteration, optional
+// memory growth and shrinkage inside each iteration, and a checksum of its
+// data verified at the end.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpushare::workload {
+
+enum class AllocKind { kPlain, kManaged, kAsync };
+
+struct WorkloadOptions {
+  int device = 0;
+  std::uint64_t mem_bytes = 256ull << 20;
+  std::uint64_t grow_bytes = 0;
+  std::uint64_t verify_bytes = 64ull << 20;
+  long iterations = 100;
+  long kernels_per_iteration = 4;
+  long kernel_us = 1000;
+  unsigned blocks = 1;
+  AllocKind alloc = AllocKind::kPlain;
+};
+
+struct IterationSample {
+  long iteration;
+  double iteration_ms;  ///< host wall time, launch to synchronisation
+  double gpu_ms;        ///< between the iteration's first and last event
+  std::uint64_t mem_bytes;
+};
+
+struct WorkloadResult {
+  std::vector<double> iteration_ms;
+  double elapsed_ms = 0;
+  double gpu_ms_total = 0;
+  std::uint64_t peak_mem_bytes = 0;
+  std::uint64_t verified_bytes = 0;
+  std::uint64_t checksum = 0;
+  long kernels = 0;
+};
+
+/// Called after each iteration (for --per-iteration output).
+using IterationCallback = std::function<void(const IterationSample&)>;
+
+/// Runs the workload. A CUDA failure is an Error naming the call and the
+/// result, e.g. "cuMemAlloc_v2(3221225472 bytes): CUDA_ERROR_OUT_OF_MEMORY";
+/// a checksum mismatch names the offset.
+Result<WorkloadResult> run_workload(const WorkloadOptions& options,
+                                    const IterationCallback& on_iteration);
+
+struct Summary {
+  double iterations_per_s;
+  double iteration_ms_mean;
+  double iteration_ms_p99;
+};
+
+/// Mean and 99th percentile (nearest rank) of the iteration times.
+Summary summarise(const WorkloadResult& result);
+
+}  // namespace gpushare::workload
