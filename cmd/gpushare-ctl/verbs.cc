@@ -65,16 +65,18 @@ int request_and_print(const CtlOptions& options, const coord::Request& request, 
 }  // namespace
 
 std::string socket_path(const CtlOptions& options, bool* private_directory) {
-  if (private_directory != nullptr) *private_directory = false;
-  if (!options.socket_path.empty()) return options.socket_path;
-  char buffer[256];
-  coord::SocketSource source;
-  if (!coord::default_socket_path(buffer, sizeof buffer, &source)) return {};
-  if (private_directory != nullptr) {
-    *private_directory =
-        source == coord::SocketSource::kRuntimeDir || source == coord::SocketSource::kTmp;
+  std::string path = options.socket_path;
+  if (path.empty()) {
+    char buffer[256];
+    if (!coord::default_socket_path(buffer, sizeof buffer)) return {};
+    path = buffer;
   }
-  return buffer;
+  // A per-user directory must be private however its path was given (as
+  // gpushare-run gives it with --socket when it starts a coordinator).
+  if (private_directory != nullptr) {
+    *private_directory = coord::in_per_user_directory(path.c_str());
+  }
+  return path;
 }
 
 int list(const CtlOptions& options) {

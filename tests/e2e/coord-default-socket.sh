@@ -21,3 +21,11 @@ end_job j
 chmod 0755 "$XDG_RUNTIME_DIR/gpushare"
 expect_exit 1 gpushare-ctl serve
 expect_grep "is accessible to other users \(mode must be 0700\): refusing to use it" "$scratch/err"
+# The same when the path is given explicitly, as gpushare-run gives it.
+expect_exit 1 gpushare-ctl --socket "$socket" serve
+expect_grep "is accessible to other users" "$scratch/err"
+rm -r "$XDG_RUNTIME_DIR/gpushare"
+export GPUSHARE_SOCKET=$socket
+start_coordinator
+stop_coordinator
+[ "$(stat -c %a "$XDG_RUNTIME_DIR/gpushare")" = 700 ] || fail "--socket made the per-user directory public"

@@ -72,6 +72,17 @@ TEST_CASE("the socket path follows design.md's order", "[coord][socket]") {
   CHECK_FALSE(default_socket_path(path, sizeof path, &source, fake_getenv));
 }
 
+TEST_CASE("per-user directories are recognised however the path is given", "[coord][socket]") {
+  g_env = {{"XDG_RUNTIME_DIR", "/run/user/7"}};
+  CHECK(in_per_user_directory("/run/user/7/gpushare/gpushare.sock", fake_getenv));
+  CHECK(in_per_user_directory("/run/user/7/gpushare/other.sock", fake_getenv));
+  CHECK_FALSE(in_per_user_directory("/run/user/7/gpushare.sock", fake_getenv));
+  CHECK_FALSE(in_per_user_directory("/run/gpushare/gpushare.sock", fake_getenv));
+  std::string tmp = "/tmp/gpushare-" + std::to_string(getuid()) + "/gpushare.sock";
+  CHECK(in_per_user_directory(tmp.c_str(), fake_getenv));
+  CHECK_FALSE(in_per_user_directory("/tmp/gpushare-99999999/gpushare.sock", fake_getenv));
+}
+
 TEST_CASE("socket_directory splits off the last component", "[coord][socket]") {
   char dir[64];
   REQUIRE(socket_directory("/a/b/c.sock", dir, sizeof dir));

@@ -54,6 +54,21 @@ bool default_socket_path(char* buffer, std::size_t size, SocketSource* source,
   return put(buffer, size, tmp, "/gpushare.sock");
 }
 
+bool in_per_user_directory(const char* socket_path, const char* (*getenv_fn)(const char*)) {
+  if (getenv_fn == nullptr) getenv_fn = [](const char* name) -> const char* { return getenv(name); };
+  char directory[256];
+  if (!socket_directory(socket_path, directory, sizeof directory)) return false;
+  char candidate[256];
+  const char* runtime_dir = getenv_fn("XDG_RUNTIME_DIR");
+  if (runtime_dir != nullptr && *runtime_dir == '/' &&
+      snprintf(candidate, sizeof candidate, "%s/gpushare", runtime_dir) < static_cast<int>(sizeof candidate) &&
+      strcmp(directory, candidate) == 0) {
+    return true;
+  }
+  snprintf(candidate, sizeof candidate, "/tmp/gpushare-%u", static_cast<unsigned>(getuid()));
+  return strcmp(directory, candidate) == 0;
+}
+
 bool socket_directory(const char* socket_path, char* buffer, std::size_t size) {
   const char* slash = strrchr(socket_path, '/');
   if (slash == nullptr) return put(buffer, size, ".", "");

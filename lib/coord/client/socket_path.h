@@ -24,6 +24,12 @@ enum class SocketSource { kEnvironment, kNode, kRuntimeDir, kTmp };
 bool default_socket_path(char* buffer, std::size_t size, SocketSource* source = nullptr,
                          const char* (*getenv_fn)(const char*) = nullptr);
 
+/// Whether `socket_path` lies in a per-user default directory (rules 3 and
+/// 4 above: $XDG_RUNTIME_DIR/gpushare or /tmp/gpushare-UID), which must be
+/// private to the user however the path was given.
+bool in_per_user_directory(const char* socket_path,
+                           const char* (*getenv_fn)(const char*) = nullptr);
+
 /// The directory part of a socket path, into `buffer`. False when it does not fit.
 bool socket_directory(const char* socket_path, char* buffer, std::size_t size);
 
