@@ -40,6 +40,9 @@ struct Policy {
   Order gpu_order = Order::kSpread;
   /// Whether one job may span several nodes.
   bool multi_node = true;
+  /// Whether a production job that fits only in part reserves what fits
+  /// (AntMan's gang reservation), or is simply left unplaced.
+  bool reserve = true;
   /// The tenant of jobs that name none; empty: jobs must name theirs.
   std::string default_tenant;
   /// An "auto" job queued at least this long runs opportunistic.

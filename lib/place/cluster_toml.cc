@@ -297,6 +297,13 @@ class Loader {
                     policy->multi_node = *value;
                     return {};
                   }},
+                 {"reserve",
+                  [&](const toml::key& key, const toml::node& node) -> Status {
+                    auto value = get_bool(key, node);
+                    if (!value) return value.error();
+                    policy->reserve = *value;
+                    return {};
+                  }},
                  {"default_tenant",
                   [&](const toml::key& key, const toml::node& node) -> Status {
                     auto value = get_string(key, node);

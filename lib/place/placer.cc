@@ -125,13 +125,14 @@ Placer::State::State(Cluster cluster_in) : cluster(std::move(cluster_in)) {
       std::uint32_t ots = 0;
       std::uint64_t ot_bytes = 0;
       for (const ResidentJob& job : g.jobs) {
-        running.insert(job.id);
+        running[job.id].gpus.push_back(static_cast<std::uint32_t>(gpus.size() - 1));
         if (job.job_class == JobClass::kOpportunistic) {
           ++ots;
           ot_bytes += job.mem_bytes;
         }
       }
       ot_jobs.push_back(ots);
+      util_sum.push_back(g.util);
       ot_mem_bytes.push_back(ot_bytes);
       has_production.push_back(production_job(g) != nullptr);
       domain_gpus.push_back(DomainGpu{rank, g.index, g.nvlink_group, g.numa,
@@ -477,7 +478,8 @@ void Placer::State::apply(const Job& job, const std::string& tenant, JobClass jo
     Gpu& gp = gpu(g);
     gp.jobs.push_back(ResidentJob{job.id.text, job_class, tenant, job.mem_bytes});
     gp.mem_used_bytes += job.mem_bytes;
-    gp.util = std::min(1.0, gp.util + job.util);
+    util_sum[g] += job.util;
+    gp.util = std::min(1.0, util_sum[g]);
     if (job_class == JobClass::kProduction) {
       has_production[g] = 1;
     } else {
@@ -490,7 +492,7 @@ void Placer::State::apply(const Job& job, const std::string& tenant, JobClass jo
     tenant_usage[t] += static_cast<std::int64_t>(choice.gpus.size());
     domains.set_free(choice.gpus, false);
   }
-  running.insert(job.id.text);
+  running[job.id.text] = Running{choice.gpus, job.util};
 }
 
 std::vector<NodeGpus> Placer::State::by_node(const std::vector<std::uint32_t>& chosen) const {
@@ -504,6 +506,37 @@ std::vector<NodeGpus> Placer::State::by_node(const std::vector<std::uint32_t>& c
   return out;
 }
 
+// --- finished jobs --------------------------------------------------------------
+
+Status Placer::State::remove(const std::string& job_id) {
+  auto it = running.find(job_id);
+  if (it == running.end()) return make_error("no job '" + job_id + "' runs on the cluster");
+  std::vector<std::uint32_t> freed;
+  for (std::uint32_t g : it->second.gpus) {
+    Gpu& gp = gpu(g);
+    auto job = std::find_if(gp.jobs.begin(), gp.jobs.end(),
+                            [&](const ResidentJob& j) { return j.id == job_id; });
+    if (job == gp.jobs.end()) continue;
+    gp.mem_used_bytes -= std::min(gp.mem_used_bytes, job->mem_bytes);
+    if (job->job_class == JobClass::kProduction) {
+      has_production[g] = 0;
+      auto tenant = tenant_ids.find(job->tenant);
+      if (tenant != tenant_ids.end()) --tenant_usage[tenant->second];
+      freed.push_back(g);
+    } else {
+      --ot_jobs[g];
+      ot_mem_bytes[g] -= std::min(ot_mem_bytes[g], job->mem_bytes);
+    }
+    gp.jobs.erase(job);
+    util_sum[g] -= it->second.util;
+    gp.util = std::clamp(util_sum[g], 0.0, 1.0);
+    refresh_load(g);
+  }
+  domains.set_free(freed, true);
+  running.erase(it);
+  return {};
+}
+
 // --- the placer -------------------------------------------------------------------
 
 Placer::Placer(Cluster cluster) : state_(std::make_unique<State>(std::move(cluster))) {}
@@ -512,6 +545,14 @@ Placer::Placer(Placer&&) noexcept = default;
 Placer& Placer::operator=(Placer&&) noexcept = default;
 
 const Cluster& Placer::cluster() const { return state_->cluster; }
+
+Status Placer::remove(const std::string& job_id) { return state_->remove(job_id); }
+
+std::vector<std::uint32_t> Placer::free_gpus_per_node() const {
+  std::vector<std::uint32_t> out(state_->rank_to_node.size());
+  for (std::uint32_t n = 0; n < out.size(); ++n) out[n] = state_->domains.node_free(n);
+  return out;
+}
 
 Placement Placer::place(const Job& job, bool explain) {
   State& s = *state_;
@@ -532,6 +573,15 @@ Placement Placer::place(const Job& job, bool explain) {
     choice.rule = "refused before looking at GPUs";
   } else if (*decision.job_class == JobClass::kProduction) {
     choice = s.choose_production(job);
+    if (choice.status == PlacementStatus::kReserved && !s.cluster.policy.reserve) {
+      choice.reason = "only " + std::to_string(choice.gpus.size()) + " of the " +
+                      gpus_word(job.gpus) +
+                      " it needs are free of production jobs and reservations, and [policy] "
+                      "reserve is false";
+      choice.rule = choice.reason;
+      choice.status = PlacementStatus::kUnplaced;
+      choice.gpus.clear();
+    }
   } else {
     choice = s.choose_opportunistic(job);
   }

@@ -70,8 +70,15 @@ class Placer {
   /// says why each GPU not chosen was rejected (O(GPUs) extra work).
   Placement place(const Job& job, bool explain = false);
 
+  /// Takes a finished job off the cluster: its GPUs, memory and
+  /// utilisation are free again. An Error if no job of that id runs.
+  Status remove(const std::string& job_id);
+
   /// The cluster with every placement and reservation made so far.
   const Cluster& cluster() const;
+
+  /// GPUs free of production jobs and reservations, per node (name order).
+  std::vector<std::uint32_t> free_gpus_per_node() const;
 
   struct State;
 

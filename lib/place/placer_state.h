@@ -52,8 +52,16 @@ struct Placer::State {
   std::vector<std::uint8_t> has_production;
 
   std::unordered_map<std::string, std::uint32_t> tenant_ids;
-  std::vector<std::int64_t> tenant_usage;   ///< production + reserved GPUs
-  std::unordered_set<std::string> running;  ///< ids of jobs on the cluster
+  std::vector<std::int64_t> tenant_usage;  ///< production + reserved GPUs
+  /// A job on the cluster: its GPUs, and the utilisation it added to each.
+  struct Running {
+    std::vector<std::uint32_t> gpus;
+    double util = 0.0;
+  };
+  std::unordered_map<std::string, Running> running;
+  /// Per GPU: its utilisation before clamping to 1, so removing a job
+  /// takes away exactly what placing it added.
+  std::vector<double> util_sum;
   std::unordered_map<std::string, std::vector<std::uint32_t>> reservations;
 
   std::uint64_t total_gpus = 0;
@@ -91,6 +99,7 @@ struct Placer::State {
   Choice choose_production(const Job& job) const;
   Choice choose_opportunistic(const Job& job);
   void release_reservation(const std::string& job_id);
+  Status remove(const std::string& job_id);
   void apply(const Job& job, const std::string& tenant, JobClass job_class, const Choice& choice);
   std::vector<NodeGpus> by_node(const std::vector<std::uint32_t>& gpus) const;
 

@@ -68,6 +68,7 @@ std::string cluster_to_toml(const Cluster& cluster) {
   out += "node_order = " + toml_string(to_string(p.node_order)) + "\n";
   out += "gpu_order = " + toml_string(to_string(p.gpu_order)) + "\n";
   out += std::string("multi_node = ") + (p.multi_node ? "true" : "false") + "\n";
+  out += std::string("reserve = ") + (p.reserve ? "true" : "false") + "\n";
   if (!p.default_tenant.empty()) out += "default_tenant = " + toml_string(p.default_tenant) + "\n";
   if (p.queue_threshold) {
     out += "queue_threshold = " + toml_string(duration_text(*p.queue_threshold)) + "\n";

@@ -226,6 +226,7 @@ Expected reference(const Cluster& c, const Job& job) {
       remaining -= fit.size();
     }
     if (taken.empty()) return out;
+    if (!c.policy.reserve) return out;
     return finish(PlacementStatus::kReserved, taken);
   }
   std::vector<const Flat*> best;
@@ -233,7 +234,7 @@ Expected reference(const Cluster& c, const Job& job) {
     auto fit = fitting(node);
     if (fit.size() > best.size()) best = fit;
   }
-  if (best.empty()) return out;
+  if (best.empty() || !c.policy.reserve) return out;
   return finish(PlacementStatus::kReserved, best);
 }
 
@@ -246,6 +247,7 @@ Cluster random_cluster(std::mt19937& rng, std::vector<std::string>* reserved_ids
   c.policy.node_order = pick(2) ? Order::kBinpack : Order::kSpread;
   c.policy.gpu_order = pick(2) ? Order::kBinpack : Order::kSpread;
   c.policy.multi_node = pick(4) != 0;
+  c.policy.reserve = pick(5) != 0;
   if (pick(3) == 0) c.policy.queue_threshold = std::chrono::seconds(60);
   for (int t = 0; t < 3; ++t) c.tenants.push_back({"t" + std::to_string(t), pick(12)});
   int node_count = 1 + pick(5);
@@ -330,6 +332,16 @@ TEST_CASE("the indexed placer agrees with a naive reading of the rules", "[place
     Cluster cluster = random_cluster(rng, &reserved_ids);
     Placer placer(cluster);
     for (int j = 0; j < 40; ++j) {
+      // Now and then a job finishes: the indexes must follow removals too.
+      if (rng() % 4 == 0) {
+        std::vector<std::string> ids;
+        for (const Node& n : placer.cluster().nodes) {
+          for (const Gpu& g : n.gpus) {
+            for (const ResidentJob& r : g.jobs) ids.push_back(r.id);
+          }
+        }
+        if (!ids.empty()) REQUIRE(placer.remove(ids[rng() % ids.size()]));
+      }
       Job job = random_job(rng, placer.cluster(), j, &reserved_ids);
       Expected want = reference(placer.cluster(), job);
       std::string before = cluster_to_toml(placer.cluster());

@@ -443,3 +443,60 @@ TEST_CASE("an unplaced job's id may be used again", "[place][input]") {
   CHECK(place(p, ot("x"), PlacementStatus::kUnplaced) == "-");
   CHECK(place(p, prod("x", 1)) == "n1:0");
 }
+
+TEST_CASE("with reserve = false a job that fits only in part reserves nothing",
+          "[place][reserve]") {
+  Placer p =
+      placer_of("[policy]\nreserve = false\n" + node("n1") + gpu(0, production("p0")) + gpu(1));
+  Placement r = p.place(job_of(prod("big", 2)));
+  CHECK(r.status == PlacementStatus::kUnplaced);
+  CHECK(r.reason ==
+        "only 1 of the 2 GPUs it needs are free of production jobs and reservations, and "
+        "[policy] reserve is false");
+  CHECK_FALSE(p.cluster().nodes[0].gpus[1].reservation);
+  CHECK(place(p, prod("small", 1)) == "n1:1");
+}
+
+TEST_CASE("removing a finished job frees its GPUs, memory, utilisation and quota",
+          "[place][state]") {
+  Placer p = placer_of(node("n1") + gpu(0, "util = 0.3\n") + gpu(1) + gpu(2));
+  CHECK(place(p, R"({"id":"a","tenant":"b","gpus":2,"class":"production","mem_bytes":1024,)"
+                 R"("util":0.5})") == "n1:1,2");
+  CHECK(place(p, ot("o", 1, R"(,"mem_bytes":2048,"util":0.4)")) == "n1:0");
+  const auto& g = p.cluster().nodes[0].gpus;
+  CHECK(g[0].util == Approx(0.7));
+  CHECK(g[1].util == 0.5);
+  // b holds 2 of 4 quota GPUs: a 3-GPU job goes opportunistic.
+  Placement x = p.place(job_of(R"({"id":"x","tenant":"b","gpus":3})"));
+  CHECK(x.job_class == JobClass::kOpportunistic);
+  CHECK(where(x) == "n1:0,1,2");
+  REQUIRE(p.remove("x"));
+  REQUIRE(p.remove("a"));
+  CHECK(g[1].util == 0.0);
+  CHECK(g[1].jobs.empty());
+  CHECK(g[1].mem_used_bytes == 0);
+  CHECK(g[0].util == Approx(0.7));
+  CHECK(g[0].mem_used_bytes == 2048);
+  CHECK(p.free_gpus_per_node() == std::vector<std::uint32_t>{3});
+  // The quota is back: 2 more GPUs for b are production again.
+  Placement y = p.place(job_of(R"({"id":"y","tenant":"b","gpus":2})"));
+  CHECK(y.job_class == JobClass::kProduction);
+  CHECK(where(y) == "n1:1,2");
+  REQUIRE(p.remove("o"));
+  CHECK(g[0].jobs.empty());
+  CHECK(g[0].mem_used_bytes == 0);
+  CHECK(g[0].util == Approx(0.3));
+  auto missing = p.remove("o");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message == "no job 'o' runs on the cluster");
+  // A removed job's id may be used again.
+  CHECK(place(p, ot("o")) == "n1:1");
+}
+
+TEST_CASE("jobs read from the cluster file can be removed too", "[place][state]") {
+  Placer p = placer_of(node("n1") + gpu(0, production("old")) + gpu(1, production("old")));
+  CHECK(place(p, prod("x", 1), PlacementStatus::kUnplaced) == "-");
+  REQUIRE(p.remove("old"));
+  CHECK(place(p, prod("x", 2)) == "n1:0,1");
+  CHECK(p.free_gpus_per_node() == std::vector<std::uint32_t>{0});
+}

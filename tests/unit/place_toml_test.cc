@@ -96,7 +96,7 @@ TEST_CASE("an error shows the line and a caret under the column", "[place][toml]
   REQUIRE_FALSE(cluster);
   CHECK(cluster.error().message ==
         "c.toml:2:3: unknown key 'utl' in [policy] (expected util_threshold, node_order, "
-        "gpu_order, multi_node, default_tenant, queue_threshold)\n"
+        "gpu_order, multi_node, reserve, default_tenant, queue_threshold)\n"
         "    utl = 0.5\n"
         "    ^");
 }
