@@ -1,0 +1,106 @@
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "simgpu/config.h"
+
+using gpushare::simgpu::load_config;
+using gpushare::simgpu::SimConfig;
+
+namespace {
+
+using Environment = std::map<std::string, std::string>;
+
+const char* lookup(const char* name, void* context) {
+  auto* environment = static_cast<Environment*>(context);
+  auto found = environment->find(name);
+  return found == environment->end() ? nullptr : found->second.c_str();
+}
+
+struct Loaded {
+  bool ok;
+  SimConfig config;
+  std::string error;
+};
+
+Loaded load(Environment environment) {
+  Loaded loaded{};
+  char error[512];
+  loaded.ok = load_config(lookup, &environment, &loaded.config, error, sizeof error);
+  loaded.error = error;
+  return loaded;
+}
+
+}  // namespace
+
+TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]") {
+  Loaded loaded = load({{"GPUSHARE_SIM_STATE", "/tmp/x"}});
+  REQUIRE(loaded.ok);
+  CHECK(std::string(loaded.config.state_path) == "/tmp/x");
+  CHECK(loaded.config.device_count == 1);
+  CHECK(loaded.config.devices[0].memory_bytes == (16ull << 30));
+  CHECK(loaded.config.devices[0].ctx_overhead_bytes == (256ull << 20));
+  CHECK(loaded.config.devices[0].sms == 108);
+  CHECK(loaded.config.driver_version == 13000);
+  CHECK(loaded.config.default_kernel_ns == 1000000);
+  CHECK(loaded.config.managed_slowdown_milli == 4000);
+  CHECK(loaded.config.max_pending == 1024);
+}
+
+TEST_CASE("without GPUSHARE_SIM_STATE the state file is per user", "[sim]") {
+  Loaded loaded = load({});
+  REQUIRE(loaded.ok);
+  std::string path = loaded.config.state_path;
+  CHECK(path.find("/gpushare-sim-") != std::string::npos);
+  CHECK(path.substr(path.rfind('-') + 1) == std::to_string(getuid()));
+}
+
+TEST_CASE("per-device lists repeat their last value", "[sim]") {
+  Loaded loaded = load({{"GPUSHARE_SIM_DEVICES", "3"},
+                        {"GPUSHARE_SIM_MEMORY", "8GiB,4GiB"},
+                        {"GPUSHARE_SIM_SMS", "80"},
+                        {"GPUSHARE_SIM_CTX_OVERHEAD", "0"}});
+  REQUIRE(loaded.ok);
+  CHECK(loaded.config.device_count == 3);
+  CHECK(loaded.config.devices[0].memory_bytes == (8ull << 30));
+  CHECK(loaded.config.devices[1].memory_bytes == (4ull << 30));
+  CHECK(loaded.config.devices[2].memory_bytes == (4ull << 30));
+  CHECK(loaded.config.devices[2].sms == 80);
+  CHECK(loaded.config.devices[1].ctx_overhead_bytes == 0);
+}
+
+TEST_CASE("fractional settings are exact", "[sim]") {
+  Loaded loaded = load({{"GPUSHARE_SIM_MANAGED_SLOWDOWN", "2.5"},
+                        {"GPUSHARE_SIM_MIGRATE_BANDWIDTH", "1.5GiB"},
+                        {"GPUSHARE_SIM_MEMORY", "1.5GiB"}});
+  REQUIRE(loaded.ok);
+  CHECK(loaded.config.managed_slowdown_milli == 2500);
+  CHECK(loaded.config.migrate_bytes_per_s == 1610612736ull);
+  CHECK(loaded.config.devices[0].memory_bytes == 1610612736ull);
+}
+
+TEST_CASE("bad settings are refused with the variable and the value", "[sim]") {
+  struct Case {
+    Environment environment;
+    std::string message;
+  } cases[] = {
+      {{{"GPUSHARE_SIM_MEMORY", "12XB"}}, "GPUSHARE_SIM_MEMORY: '12XB' has an unknown unit"},
+      {{{"GPUSHARE_SIM_MEMORY", "50%"}}, "GPUSHARE_SIM_MEMORY: '50%' is a percentage"},
+      {{{"GPUSHARE_SIM_MEMORY", "1KiB"}}, "GPUSHARE_SIM_MEMORY: '1KiB' is out of range"},
+      {{{"GPUSHARE_SIM_DEVICES", "0"}}, "GPUSHARE_SIM_DEVICES: '0' is out of range (1 to 8)"},
+      {{{"GPUSHARE_SIM_DEVICES", "9"}}, "GPUSHARE_SIM_DEVICES: '9' is out of range (1 to 8)"},
+      {{{"GPUSHARE_SIM_DEVICES", "two"}}, "GPUSHARE_SIM_DEVICES: 'two' is not a number"},
+      {{{"GPUSHARE_SIM_SMS", "1.5"}}, "GPUSHARE_SIM_SMS: '1.5' is not a whole number"},
+      {{{"GPUSHARE_SIM_STATE", ""}}, "GPUSHARE_SIM_STATE: '' is empty"},
+      {{{"GPUSHARE_SIM_MEMORY", "1GiB"}, {"GPUSHARE_SIM_CTX_OVERHEAD", "1GiB"}},
+       "GPUSHARE_SIM_CTX_OVERHEAD: 1073741824 bytes leaves nothing of device 0"},
+      {{{"GPUSHARE_SIM_MANAGED_SLOWDOWN", "-1"}}, "GPUSHARE_SIM_MANAGED_SLOWDOWN: '-1' is negative"},
+      {{{"GPUSHARE_SIM_MAX_PENDING", "0"}}, "GPUSHARE_SIM_MAX_PENDING: '0' is out of range"},
+  };
+  for (const Case& c : cases) {
+    Loaded loaded = load(c.environment);
+    INFO(c.message);
+    CHECK_FALSE(loaded.ok);
+    CHECK(loaded.error.rfind(c.message, 0) == 0);
+  }
+}

@@ -1,0 +1,281 @@
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "simgpu/state.h"
+
+using namespace gpushare::simgpu;
+
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+// A private state file in a temporary directory, removed afterwards.
+struct TempState {
+  char directory[64];
+  SimConfig config{};
+  StateFile file;
+
+  TempState(std::uint64_t memory_bytes = 8 * kGiB, int devices = 1) {
+    std::snprintf(directory, sizeof directory, "/tmp/gpushare-sim-test.XXXXXX");
+    REQUIRE(mkdtemp(directory) != nullptr);
+    std::snprintf(config.state_path, sizeof config.state_path, "%s/state", directory);
+    config.device_count = devices;
+    for (auto& device : config.devices) device = {memory_bytes, 0, 108};
+    config.migrate_bytes_per_s = 1 * kGiB;
+    config.managed_slowdown_milli = 4000;
+  }
+  ~TempState() {
+    file.close();
+    std::remove(config.state_path);
+    rmdir(directory);
+  }
+  std::string open_error() {
+    char error[512] = "";
+    StateFile other;
+    bool ok = other.open(config, error, sizeof error);
+    other.close();
+    return ok ? "" : error;
+  }
+  StateLayout* open() {
+    char error[512] = "";
+    INFO(error);
+    REQUIRE(file.open(config, error, sizeof error));
+    return file.layout();
+  }
+};
+
+// A child that just waits to be killed.
+pid_t spawn_sleeper() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+bool always_alive(std::int32_t, std::uint64_t) { return true; }
+
+}  // namespace
+
+TEST_CASE("a new state file is initialised from the configuration and reopens", "[sim]") {
+  TempState state(8 * kGiB, 2);
+  StateLayout* layout = state.open();
+  CHECK(layout->header.device_count == 2);
+  CHECK(layout->devices[1].memory_bytes == 8 * kGiB);
+  CHECK(state.open_error().empty());
+  char error[128];
+  CHECK(validate_layout(layout, error, sizeof error));
+}
+
+TEST_CASE("a foreign, truncated, outdated or corrupt state file is refused by name", "[sim]") {
+  TempState state;
+  SECTION("foreign") {
+    std::ofstream(state.config.state_path) << "hello, I am somebody else's file\n";
+    std::string error = state.open_error();
+    CHECK(error.find(state.config.state_path) != std::string::npos);
+    CHECK(error.find("is not a gpushare simulated GPU state file") != std::string::npos);
+  }
+  SECTION("truncated") {
+    state.open();
+    state.file.close();
+    REQUIRE(truncate(state.config.state_path, 4096) == 0);
+    CHECK(state.open_error().find("is truncated or corrupt") != std::string::npos);
+  }
+  SECTION("another layout version") {
+    state.open()->header.layout_version = kStateLayoutVersion + 1;
+    state.file.close();
+    CHECK(state.open_error().find("has state layout version 2, but this simulator reads version 1") !=
+          std::string::npos);
+  }
+  SECTION("impossible contents") {
+    state.open()->header.device_count = 99;
+    state.file.close();
+    CHECK(state.open_error().find("corrupt state (device count out of range)") != std::string::npos);
+  }
+  SECTION("a directory") {
+    std::snprintf(state.config.state_path, sizeof state.config.state_path, "%s", state.directory);
+    CHECK(state.open_error().find("cannot open") != std::string::npos);
+  }
+}
+
+TEST_CASE("charges from two processes share one capacity", "[sim]") {
+  TempState state(8 * kGiB);
+  StateLayout* layout = state.open();
+  int a = attach_process(layout, 1000001, 1, "a");
+  int b = attach_process(layout, 1000002, 1, "b");
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  CHECK(charge(layout, a, 0, 6 * kGiB));
+  CHECK_FALSE(charge(layout, b, 0, 4 * kGiB));  // cross-process out of memory
+  CHECK(device_used(layout, 0) == 6 * kGiB);
+  CHECK(charge(layout, b, 0, 2 * kGiB));
+  CHECK_FALSE(charge(layout, b, 0, 1));
+  uncharge(layout, a, 0, 6 * kGiB);
+  CHECK(charge(layout, b, 0, 4 * kGiB));
+  CHECK(process_used(layout, b, 0) == 6 * kGiB);
+  CHECK_FALSE(charge(layout, a, 0, 9 * kGiB));  // more than the device
+  detach_process(layout, b);
+  CHECK(device_used(layout, 0) == 0);
+}
+
+TEST_CASE("a SIGKILLed or zombie process's memory is reclaimed, a live one's kept", "[sim]") {
+  TempState state;
+  StateLayout* layout = state.open();
+  pid_t reaped = spawn_sleeper();
+  pid_t zombie = spawn_sleeper();
+  pid_t alive = spawn_sleeper();
+  int slots[3];
+  pid_t pids[3] = {reaped, zombie, alive};
+  for (int i = 0; i < 3; ++i) {
+    slots[i] = attach_process(layout, pids[i], process_start_ticks(pids[i]), "child");
+    REQUIRE(charge(layout, slots[i], 0, kGiB));
+  }
+  CHECK(reclaim_dead(layout, process_alive) == 0);
+  kill(reaped, SIGKILL);
+  waitpid(reaped, nullptr, 0);
+  kill(zombie, SIGKILL);
+  // Not reaped yet: a zombie, which holds no memory any more.
+  siginfo_t info;
+  waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT);
+  CHECK(reclaim_dead(layout, process_alive) == 2);
+  CHECK(device_used(layout, 0) == kGiB);
+  CHECK(layout->processes[slots[2]].pid == alive);
+  kill(alive, SIGKILL);
+  waitpid(alive, nullptr, 0);
+  waitpid(zombie, nullptr, 0);
+}
+
+TEST_CASE("a reused pid is not taken for the process that had it", "[sim]") {
+  TempState state;
+  StateLayout* layout = state.open();
+  int slot = attach_process(layout, getpid(), process_start_ticks(getpid()) + 1, "earlier");
+  REQUIRE(charge(layout, slot, 0, kGiB));
+  CHECK(reclaim_dead(layout, process_alive) == 1);
+  CHECK(device_used(layout, 0) == 0);
+}
+
+TEST_CASE("the lock survives its holder's death and reclaims its memory", "[sim]") {
+  TempState state;
+  StateLayout* layout = state.open();
+  pid_t child = fork();
+  if (child == 0) {
+    StateFile mine;
+    char error[256];
+    if (!mine.open(state.config, error, sizeof error) || !mine.lock(error, sizeof error)) _exit(2);
+    int slot = attach_process(mine.layout(), getpid(), process_start_ticks(getpid()), "dying");
+    charge(mine.layout(), slot, 0, 3 * kGiB);
+    _exit(0);  // dies holding the lock
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(device_used(layout, 0) == 3 * kGiB);
+  char error[256] = "";
+  REQUIRE(state.file.lock(error, sizeof error));
+  CHECK(device_used(layout, 0) == 0);
+  state.file.unlock();
+}
+
+TEST_CASE("kernels of all processes share one timeline", "[sim]") {
+  DeviceState device{};
+  KernelSlot first = reserve_kernel(&device, 1000, 500);
+  KernelSlot second = reserve_kernel(&device, 1200, 300);  // another process, asked meanwhile
+  KernelSlot third = reserve_kernel(&device, 5000, 100);   // device idle again
+  CHECK(first.start_ns == 1000);
+  CHECK(first.end_ns == 1500);
+  CHECK(second.start_ns == 1500);
+  CHECK(second.end_ns == 1800);
+  CHECK(third.start_ns == 5000);
+  CHECK(device.busy_ns == 900);
+  CHECK(device.kernels == 3);
+  CHECK(device.ring_count == 2);  // back-to-back kernels merge into one interval
+  CHECK(busy_ns_between(device, 0, 10000) == 900);
+  CHECK(busy_ns_between(device, 1400, 1600) == 200);
+  CHECK(busy_ns_between(device, 1800, 5000) == 0);
+  CHECK(busy_ns_between(device, 1700, 5050) == 150);
+}
+
+TEST_CASE("the busy ring forgets only the oldest intervals", "[sim]") {
+  DeviceState device{};
+  for (int i = 0; i < kBusyRing + 10; ++i) reserve_kernel(&device, i * 100, 10);
+  CHECK(device.ring_count == static_cast<std::uint32_t>(kBusyRing));
+  std::int64_t end = (kBusyRing + 10) * 100;
+  CHECK(busy_ns_between(device, end - 1000, end) == 100);
+  CHECK(busy_ns_between(device, 0, end) == static_cast<std::uint64_t>(kBusyRing) * 10);
+}
+
+TEST_CASE("managed memory lives on the device as far as it fits, and is evicted first", "[sim]") {
+  TempState state(8 * kGiB);
+  StateLayout* layout = state.open();
+  int a = attach_process(layout, 1000001, 1, "a");
+  int b = attach_process(layout, 1000002, 1, "b");
+  REQUIRE(charge(layout, a, 0, 2 * kGiB));
+  int pinned = managed_add(layout, b, 0, 7, 3 * kGiB, kManagedPreferDevice, 1, true);
+  int loose = managed_add(layout, b, 0, 8, 4 * kGiB, 0, 1, true);
+  REQUIRE(pinned >= 0);
+  REQUIRE(loose >= 0);
+  CHECK(layout->managed[pinned].resident_bytes == 3 * kGiB);
+  CHECK(layout->managed[loose].resident_bytes == 3 * kGiB);  // only 3 GiB were free
+  CHECK(device_used(layout, 0) == 8 * kGiB);
+  std::uint64_t total = 0, host = 0;
+  managed_totals(layout, 1000002, 0, 1, &total, &host);
+  CHECK(total == 7 * kGiB);
+  CHECK(host == kGiB);
+
+  // A plain allocation of A evicts B's memory that does not prefer the device first.
+  std::uint64_t generation = layout->devices[0].managed_generation;
+  REQUIRE(charge(layout, a, 0, 4 * kGiB));
+  CHECK(layout->managed[loose].resident_bytes == 0);
+  CHECK(layout->managed[pinned].resident_bytes == 2 * kGiB);
+  CHECK(layout->devices[0].managed_generation > generation);
+  CHECK_FALSE(charge(layout, a, 0, 3 * kGiB));  // even evicting everything is not enough
+  CHECK(layout->managed[pinned].resident_bytes == 2 * kGiB);  // and a refusal evicts nothing
+
+  // Prefetching back evicts only memory that does not prefer the device.
+  uncharge(layout, a, 0, 4 * kGiB);
+  CHECK(managed_migrate(layout, loose, 4 * kGiB, true) == 4 * kGiB);
+  CHECK(managed_migrate(layout, pinned, kGiB, true) == kGiB);  // at the loose one's expense
+  CHECK(layout->managed[loose].resident_bytes == 3 * kGiB);
+  CHECK(managed_migrate(layout, loose, 4 * kGiB, true) == 0);  // the rest prefers the device
+  CHECK(managed_migrate(layout, loose, kGiB, false) == kGiB);
+  CHECK(layout->managed[loose].resident_bytes == 2 * kGiB);
+
+  detach_process(layout, b);
+  CHECK(layout->header.managed_high_water == 0);
+  CHECK(device_used(layout, 0) == 2 * kGiB);
+  CHECK(managed_find(layout, loose, 1000002, 8) == nullptr);
+}
+
+TEST_CASE("only an idle device is reconfigured", "[sim]") {
+  TempState state(8 * kGiB);
+  StateLayout* layout = state.open();
+  SimConfig bigger = state.config;
+  for (auto& device : bigger.devices) device.memory_bytes = 16 * kGiB;
+  CHECK(config_matches(layout, state.config));
+  CHECK_FALSE(config_matches(layout, bigger));
+  reconfigure(layout, bigger);
+  CHECK(layout->devices[0].memory_bytes == 16 * kGiB);
+  CHECK(live_process_count(layout) == 0);
+  attach_process(layout, 1000001, 1, "a");
+  CHECK(live_process_count(layout) == 1);
+  CHECK(reclaim_dead(layout, always_alive) == 0);
+}
+
+TEST_CASE("simulated device UUIDs are stable, distinct and version 4", "[sim]") {
+  std::uint8_t a[16], b[16], again[16];
+  device_uuid(0, a);
+  device_uuid(1, b);
+  device_uuid(0, again);
+  CHECK(std::memcmp(a, again, 16) == 0);
+  CHECK(std::memcmp(a, b, 16) != 0);
+  CHECK((a[6] >> 4) == 4);
+  CHECK((a[8] & 0xc0) == 0x80);
+}
