@@ -57,16 +57,16 @@ std::string job_table(const std::vector<ordered_json>& records) {
       {"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT", "LAUNCHES", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
-    rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"),
-                    text(r, "qos"), short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
+    rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
+                    short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
                     bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "state")});
   }
   return render(rows);
 }
 
 std::string node_table(const std::vector<ordered_json>& records) {
-  std::vector<Row> rows = {{"DEVICE", "MEM-TOTAL", "MEM-USED", "MEM-FREE", "PROD-JOBS",
-                            "PROD-USED", "OPP-JOBS", "OPP-USED"}};
+  std::vector<Row> rows = {{"DEVICE", "MEM-TOTAL", "MEM-USED", "MEM-FREE", "PROD-JOBS", "PROD-USED",
+                            "OPP-JOBS", "OPP-USED"}};
   auto class_cells = [](const ordered_json& r, const char* name) -> Row {
     auto it = r.find(name);
     if (it == r.end() || !it->is_object()) return {"-", "-"};

@@ -143,8 +143,8 @@ int watch(const CtlOptions& options) {
       auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
-      ordered_json marker = {{"sample", sample}, {"time_unix_ms", unix_ms},
-                             {"jobs", records->size()}};
+      ordered_json marker = {
+          {"sample", sample}, {"time_unix_ms", unix_ms}, {"jobs", records->size()}};
       JsonLinesWriter(std::cout).write("sample", 1, marker);
       print(*records, options.format, Shape::kJobs);
     }

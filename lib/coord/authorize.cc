@@ -22,9 +22,8 @@ std::string limit_text(std::uint64_t bytes) {
 bool is_admin(const Caller& caller, const Policy& policy) {
   if (caller.uid == 0) return true;
   if (!policy.admin_gid) return false;
-  return caller.gid == *policy.admin_gid ||
-         std::find(caller.groups.begin(), caller.groups.end(), *policy.admin_gid) !=
-             caller.groups.end();
+  return caller.gid == *policy.admin_gid || std::find(caller.groups.begin(), caller.groups.end(),
+                                                      *policy.admin_gid) != caller.groups.end();
 }
 
 Status may_act(const Caller& caller, const Policy& policy, std::uint64_t job_id, uid_t job_uid) {

@@ -74,8 +74,8 @@ Result<std::vector<nlohmann::ordered_json>> CtlConnection::request(
       return decode_records(reply);
     }
     if (reply.size() > kMaxReplyBytes) {
-      return make_error("the coordinator's reply is longer than " +
-                        std::to_string(kMaxReplyBytes) + " bytes");
+      return make_error("the coordinator's reply is longer than " + std::to_string(kMaxReplyBytes) +
+                        " bytes");
     }
     pollfd p{fd_, POLLIN, 0};
     int ready = poll(&p, 1, remaining_ms(deadline));

@@ -28,7 +28,8 @@ Status prepare_directory(const std::string& socket_path, bool private_directory)
   }
   struct stat info;
   if (stat(directory, &info) != 0) return os_error("'" + std::string(directory) + "'");
-  if (!S_ISDIR(info.st_mode)) return make_error("'" + std::string(directory) + "' is not a directory");
+  if (!S_ISDIR(info.st_mode))
+    return make_error("'" + std::string(directory) + "' is not a directory");
   if (private_directory) {
     if (info.st_uid != geteuid()) {
       return make_error("'" + std::string(directory) + "' belongs to uid " +

@@ -9,7 +9,8 @@ Status check_limit(const std::string& text) {
   if (text == "none") return {};
   Result<std::uint64_t> bytes = is_percentage(text) ? parse_size(text, 100) : parse_size(text);
   if (!bytes) return make_error("invalid mem-limit: " + bytes.error().message);
-  if (*bytes == 0) return make_error("invalid mem-limit '" + text + "': must be above 0 (or 'none')");
+  if (*bytes == 0)
+    return make_error("invalid mem-limit '" + text + "': must be above 0 (or 'none')");
   return {};
 }
 
@@ -27,7 +28,8 @@ Status check_name(const std::string& name) {
 
 }  // namespace
 
-Result<SetRequest> parse_set_properties(std::string job, const std::optional<std::string>& mem_limit,
+Result<SetRequest> parse_set_properties(std::string job,
+                                        const std::optional<std::string>& mem_limit,
                                         const std::vector<std::string>& properties) {
   SetRequest request;
   request.job = std::move(job);

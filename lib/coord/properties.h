@@ -18,7 +18,8 @@
 
 namespace gpushare::coord {
 
-Result<SetRequest> parse_set_properties(std::string job, const std::optional<std::string>& mem_limit,
+Result<SetRequest> parse_set_properties(std::string job,
+                                        const std::optional<std::string>& mem_limit,
                                         const std::vector<std::string>& properties);
 
 }  // namespace gpushare::coord

@@ -129,7 +129,8 @@ Result<Request> parse_register(const Fields& fields) {
   Result<std::string> qos = fields.string("qos", 32);
   if (!qos) return qos.error();
   std::optional<std::uint32_t> qos_value = parse_qos(*qos);
-  if (!qos_value) return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
+  if (!qos_value)
+    return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
   request.qos = *qos_value;
   Result<std::uint64_t> hint = fields.number("id_hint", false, 0);
   if (!hint) return hint.error();
@@ -169,7 +170,8 @@ Result<Request> parse_set(const Fields& fields) {
     Result<std::string> qos = fields.string("qos", 32);
     if (!qos) return qos.error();
     request.qos = parse_qos(*qos);
-    if (!request.qos) return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
+    if (!request.qos)
+      return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
   }
   if (fields.find("name") != nullptr) {
     Result<std::string> name = fields.string("name", kMaxJobNameBytes);
@@ -308,9 +310,11 @@ ordered_json job_record(const JobView& job) {
   std::uint64_t limit = 0;
   for (const JobDeviceView& d : job.devices) {
     used += d.mem_used_bytes;
-    limit = (limit == kNoLimit || d.mem_limit_bytes == kNoLimit) ? kNoLimit : limit + d.mem_limit_bytes;
+    limit =
+        (limit == kNoLimit || d.mem_limit_bytes == kNoLimit) ? kNoLimit : limit + d.mem_limit_bytes;
   }
-  record["device"] = job.devices.empty() ? ordered_json(nullptr) : ordered_json(job.devices[0].uuid);
+  record["device"] =
+      job.devices.empty() ? ordered_json(nullptr) : ordered_json(job.devices[0].uuid);
   record["mem_used_bytes"] = used;
   record["mem_limit_bytes"] = job.devices.empty() ? ordered_json(nullptr) : limit_json(limit);
   record["launches"] = job.launches;
@@ -346,7 +350,8 @@ std::vector<ordered_json> node_records(const NodeView& node) {
     record["uuid"] = d.uuid;
     record["mem_total_bytes"] = d.mem_total_bytes;
     record["mem_used_bytes"] = device_used;
-    std::uint64_t device_free = d.mem_total_bytes > device_used ? d.mem_total_bytes - device_used : 0;
+    std::uint64_t device_free =
+        d.mem_total_bytes > device_used ? d.mem_total_bytes - device_used : 0;
     record["mem_free_bytes"] = device_free;
     record["jobs"] = d.production.jobs + d.opportunistic.jobs;
     record["production"] = class_json(d.production);

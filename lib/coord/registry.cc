@@ -21,16 +21,20 @@ Error refuse(std::string* reason, const char* why, std::string message) {
 
 Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_total_bytes) {
   if (text == "none") return kNoLimit;
-  Result<std::uint64_t> bytes = is_percentage(text) ? parse_size(text, mem_total_bytes)
-                                                    : parse_size(text);
+  Result<std::uint64_t> bytes =
+      is_percentage(text) ? parse_size(text, mem_total_bytes) : parse_size(text);
   if (!bytes) return bytes.error();
   if (*bytes == 0) return make_error("a memory limit must be above 0 (or 'none')");
   return bytes;
 }
 
 Result<Job*> Registry::add(const RegisterRequest& request, const Caller& peer) {
+  // A returning job keeps its old id when it is free. Hints stay small, so
+  // that one job cannot push every later id to the end of the range.
   std::uint64_t id = next_id_;
-  if (request.id_hint != 0 && jobs_.count(request.id_hint) == 0) id = request.id_hint;
+  if (request.id_hint != 0 && request.id_hint <= kMaxIdHint && jobs_.count(request.id_hint) == 0) {
+    id = request.id_hint;
+  }
   std::vector<std::uint64_t> limits;
   for (const DeviceRegistration& device : request.devices) {
     limits.push_back(device.mem_limit_bytes);
@@ -121,9 +125,10 @@ NodeView Registry::node(std::uint64_t now_ns) const {
       ClassTotals& totals = v.qos == kQosOpportunistic ? it->opportunistic : it->production;
       totals.jobs += 1;
       totals.mem_used_bytes += jd.mem_used_bytes;
-      totals.mem_limit_bytes = (totals.mem_limit_bytes == kNoLimit || jd.mem_limit_bytes == kNoLimit)
-                                   ? kNoLimit
-                                   : totals.mem_limit_bytes + jd.mem_limit_bytes;
+      totals.mem_limit_bytes =
+          (totals.mem_limit_bytes == kNoLimit || jd.mem_limit_bytes == kNoLimit)
+              ? kNoLimit
+              : totals.mem_limit_bytes + jd.mem_limit_bytes;
     }
   }
   return node;
@@ -161,8 +166,8 @@ Result<JobView> Registry::show(std::string_view selector, std::uint64_t now_ns,
   return view(**job, now_ns);
 }
 
-Result<JobView> Registry::set(const SetRequest& request, const Caller& caller,
-                              std::uint64_t now_ns, std::string* reason) {
+Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, std::uint64_t now_ns,
+                              std::string* reason) {
   Result<Job*> found = resolve(request.job, reason);
   if (!found) return found.error();
   Job& job = **found;
@@ -182,8 +187,8 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller,
       change.limits.emplace_back(*limit, device.requested_limit_bytes);
     }
   }
-  change.makes_production = request.qos && *request.qos == kQosProduction &&
-                            job.block->qos() != kQosProduction;
+  change.makes_production =
+      request.qos && *request.qos == kQosProduction && job.block->qos() != kQosProduction;
   if (Status ok = may_change(caller, policy_, change); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
   }

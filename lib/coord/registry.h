@@ -23,6 +23,9 @@ namespace gpushare::coord {
 /// stopped, or stuck in a way that stops its client thread).
 inline constexpr std::uint64_t kStaleAfterNs = 2'000'000'000;
 
+/// The largest id a re-registering job may ask to keep.
+inline constexpr std::uint64_t kMaxIdHint = 1u << 31;
+
 /// Why a request was refused, for the error reply's "reason".
 inline constexpr const char* kReasonUnknownJob = "unknown-job";
 inline constexpr const char* kReasonAmbiguous = "ambiguous-job";

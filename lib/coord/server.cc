@@ -6,10 +6,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <algorithm>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -67,7 +67,8 @@ std::string describe_limits(const Job& job) {
   std::string text;
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
     std::uint64_t limit = job.block->mem_limit(static_cast<int>(i));
-    text += (i == 0 ? "" : ", ") + (limit == kNoLimit ? std::string("no limit") : format_size(limit));
+    text +=
+        (i == 0 ? "" : ", ") + (limit == kNoLimit ? std::string("no limit") : format_size(limit));
   }
   return job.devices.empty() ? "no devices" : "limit " + text;
 }
@@ -98,7 +99,8 @@ struct Server::Impl {
   std::unordered_map<uid_t, std::size_t> connections_per_uid;
   std::uint64_t next_key = kFirstConnection;
 
-  Impl(ServerOptions o, Listener l) : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
+  Impl(ServerOptions o, Listener l)
+      : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
   ~Impl() {
     for (auto& [key, connection] : connections) close_fds(connection);
     if (idle_fd >= 0) close(idle_fd);
@@ -238,8 +240,9 @@ struct Server::Impl {
       }
       Caller peer = peer_credentials(fd);
       // No user but root may hold more than a quarter of the connections.
-      std::size_t per_user_cap = peer.uid == 0 ? options.max_connections
-                                               : std::max<std::size_t>(options.max_connections / 4, 1);
+      std::size_t per_user_cap = peer.uid == 0
+                                     ? options.max_connections
+                                     : std::max<std::size_t>(options.max_connections / 4, 1);
       if (connections.size() >= options.max_connections ||
           connections_per_uid[peer.uid] >= per_user_cap) {
         warning("refused a connection from pid " + std::to_string(peer.pid) + " uid " +

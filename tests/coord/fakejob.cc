@@ -50,20 +50,18 @@ std::string limit_json(std::uint64_t limit) {
   return limit == coord::kNoLimit ? "null" : std::to_string(limit);
 }
 
-void reply(const std::string& line) {
-  std::cout << line << '\n' << std::flush;
-}
+void reply(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
 std::string status_json(const char* kind) {
-  return std::string("{\"kind\":\"") + kind + "\",\"registered\":" +
-         (coord::job_id() != 0 ? "true" : "false") + ",\"job_id\":" +
-         std::to_string(coord::job_id()) + ",\"registrations\":" +
-         std::to_string(coord::registrations()) + ",\"mem_limit_bytes\":" +
-         limit_json(coord::mem_limit(0)) + ",\"mem_used_bytes\":" +
-         std::to_string(g_counters.mem_used_bytes[0].load()) + ",\"paused\":" +
-         (coord::paused() ? "true" : "false") + ",\"qos\":\"" +
-         (coord::opportunistic() ? "opportunistic" : "production") + "\",\"launches\":" +
-         std::to_string(g_counters.launches.load()) + "}";
+  return std::string("{\"kind\":\"") + kind +
+         "\",\"registered\":" + (coord::job_id() != 0 ? "true" : "false") +
+         ",\"job_id\":" + std::to_string(coord::job_id()) +
+         ",\"registrations\":" + std::to_string(coord::registrations()) +
+         ",\"mem_limit_bytes\":" + limit_json(coord::mem_limit(0)) +
+         ",\"mem_used_bytes\":" + std::to_string(g_counters.mem_used_bytes[0].load()) +
+         ",\"paused\":" + (coord::paused() ? "true" : "false") + ",\"qos\":\"" +
+         (coord::opportunistic() ? "opportunistic" : "production") +
+         "\",\"launches\":" + std::to_string(g_counters.launches.load()) + "}";
 }
 
 bool parse_uuid(const char* hex, unsigned char out[16]) {
@@ -88,8 +86,8 @@ std::string alloc(std::uint64_t bytes, int device) {
   if (used > limit) {
     g_counters.mem_used_bytes[device].fetch_sub(bytes);
     return "{\"kind\":\"alloc\",\"ok\":false,\"error\":\"CUDA_ERROR_OUT_OF_MEMORY\","
-           "\"mem_limit_bytes\":" + limit_json(limit) + ",\"mem_used_bytes\":" +
-           std::to_string(used - bytes) + "}";
+           "\"mem_limit_bytes\":" +
+           limit_json(limit) + ",\"mem_used_bytes\":" + std::to_string(used - bytes) + "}";
   }
   return "{\"kind\":\"alloc\",\"ok\":true,\"mem_limit_bytes\":" + limit_json(limit) +
          ",\"mem_used_bytes\":" + std::to_string(used) + "}";

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   }
   std::string input;
   char buffer[65536];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0;) input.append(buffer, n);
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0;)
+    input.append(buffer, n);
   // The coordinator may hang up before taking everything (an oversized
   // message): stop sending then, and read its answer.
   for (std::size_t sent = 0; sent < input.size();) {

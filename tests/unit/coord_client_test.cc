@@ -150,8 +150,7 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
   client_stop();
 }
 
-TEST_CASE("a job outlives its coordinator and re-registers with the next one",
-          "[coord][client]") {
+TEST_CASE("a job outlives its coordinator and re-registers with the next one", "[coord][client]") {
   TempDir dir;
   std::string socket = dir.path + "/s.sock";
   auto server = std::make_unique<TestServer>(socket);

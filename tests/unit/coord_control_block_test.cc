@@ -111,7 +111,8 @@ TEST_CASE("a launch waiting on the read-only page wakes on resume", "[coord][con
     auto* word = const_cast<std::atomic<std::uint32_t>*>(&job.limits->paused);
     while (word->load() != 0) {
       // No timeout: only the coordinator's FUTEX_WAKE can end this wait.
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, 1, nullptr, nullptr, 0);
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, 1, nullptr, nullptr,
+              0);
     }
     released = true;
   });

@@ -121,8 +121,8 @@ TEST_CASE("a second coordinator is refused, a stale socket replaced", "[coord][l
     REQUIRE(first.ok());
     auto second = Listener::open(path, false);
     REQUIRE_FALSE(second.ok());
-    CHECK(second.error().message ==
-          "a coordinator is already running on " + path + " (pid " + std::to_string(getpid()) + ")");
+    CHECK(second.error().message == "a coordinator is already running on " + path + " (pid " +
+                                        std::to_string(getpid()) + ")");
   }
   make_stale_socket(path);
   auto replaced = Listener::open(path, false);
@@ -139,7 +139,8 @@ TEST_CASE("something else at the socket path is left alone", "[coord][listener]"
   std::ofstream(path) << "precious";
   auto listener = Listener::open(path, false);
   REQUIRE_FALSE(listener.ok());
-  CHECK(listener.error().message == "'" + path + "' exists and is not a socket: refusing to replace it");
+  CHECK(listener.error().message ==
+        "'" + path + "' exists and is not a socket: refusing to replace it");
   std::ifstream in(path);
   std::string content;
   in >> content;

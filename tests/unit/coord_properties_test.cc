@@ -25,10 +25,12 @@ TEST_CASE("set takes gpushare-run's property keys", "[coord][properties]") {
 }
 
 TEST_CASE("bad properties are usage errors naming the property", "[coord][properties]") {
-  CHECK(error_of(std::nullopt, {}) == "nothing to set: give --mem-limit SIZE or KEY=VALUE properties");
+  CHECK(error_of(std::nullopt, {}) ==
+        "nothing to set: give --mem-limit SIZE or KEY=VALUE properties");
   CHECK(error_of(std::nullopt, {"mem"}) == "invalid property 'mem': expected KEY=VALUE");
   CHECK(error_of(std::nullopt, {"=1"}) == "invalid property '=1': expected KEY=VALUE");
-  CHECK(error_of(std::nullopt, {"sm=30%"}) == "unknown property 'sm' (known: mem-limit, qos, name)");
+  CHECK(error_of(std::nullopt, {"sm=30%"}) ==
+        "unknown property 'sm' (known: mem-limit, qos, name)");
   CHECK(error_of(std::nullopt, {"gpu=1"}) == "property 'gpu' cannot change on a running job");
   CHECK(error_of(std::nullopt, {"qos=best"}) ==
         "invalid qos 'best': expected production or opportunistic");

@@ -36,10 +36,10 @@ TEST_CASE("a register message parses into its fields", "[coord][protocol]") {
 
 TEST_CASE("null limits mean none, and a missing current limit is the requested one",
           "[coord][protocol]") {
-  auto request = parse_request(
-      R"({"kind":"register","version":1,"name":"a","qos":"production","devices":[)"
-      R"({"uuid":"GPU-1","mem_total_bytes":1,"requested_limit_bytes":null},)"
-      R"({"uuid":"MIG-2","mem_total_bytes":1,"requested_limit_bytes":5}]})");
+  auto request =
+      parse_request(R"({"kind":"register","version":1,"name":"a","qos":"production","devices":[)"
+                    R"({"uuid":"GPU-1","mem_total_bytes":1,"requested_limit_bytes":null},)"
+                    R"({"uuid":"MIG-2","mem_total_bytes":1,"requested_limit_bytes":5}]})");
   REQUIRE(request.ok());
   const auto& r = std::get<RegisterRequest>(*request);
   CHECK(r.devices[0].requested_limit_bytes == kNoLimit);
@@ -56,7 +56,8 @@ TEST_CASE("control requests parse", "[coord][protocol]") {
   auto resume = parse_request(R"({"kind":"resume","version":1,"job":"x"})");
   REQUIRE(resume.ok());
   CHECK_FALSE(std::get<PauseRequest>(*resume).pause);
-  auto set = parse_request(R"({"kind":"set","version":1,"job":"x","mem_limit":"50%","qos":"production"})");
+  auto set =
+      parse_request(R"({"kind":"set","version":1,"job":"x","mem_limit":"50%","qos":"production"})");
   REQUIRE(set.ok());
   CHECK(*std::get<SetRequest>(*set).mem_limit == "50%");
   CHECK(*std::get<SetRequest>(*set).qos == kQosProduction);
@@ -94,8 +95,9 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
         "devices[0]: invalid uuid 'nope'");
   CHECK(error_of(with_device(R"({"uuid":"GPU-1","mem_total_bytes":1.5})")) ==
         "devices[0]: field 'mem_total_bytes' must be an unsigned integer");
-  CHECK(error_of(with_device(R"({"uuid":"GPU-1","mem_total_bytes":1,"requested_limit_bytes":0})")) ==
-        "devices[0]: a memory limit must be above 0 (null for none)");
+  CHECK(
+      error_of(with_device(R"({"uuid":"GPU-1","mem_total_bytes":1,"requested_limit_bytes":0})")) ==
+      "devices[0]: a memory limit must be above 0 (null for none)");
   CHECK(error_of(with_device("7")) == "devices[0]: must be an object");
 
   std::string many = "{\"uuid\":\"GPU-1\",\"mem_total_bytes\":1}";
@@ -103,13 +105,17 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
   for (int i = 1; i <= kMaxDevices; ++i) devices += "," + many;
   CHECK(error_of(with_device(devices)) == "more than 16 devices");
 
-  CHECK(error_of(std::string(R"({"kind":"register","version":1,"name":")") +
-                 std::string(129, 'x') + R"(","qos":"production","devices":[]})") ==
+  CHECK(error_of(std::string(R"({"kind":"register","version":1,"name":")") + std::string(129, 'x') +
+                 R"(","qos":"production","devices":[]})") ==
         "field 'name' is longer than 128 bytes");
-  CHECK(error_of(R"({"kind":"register","version":1,"protocol":2,"name":"a","qos":"production","devices":[]})") ==
-        "unsupported protocol 2 (this coordinator speaks 1)");
-  CHECK(error_of(R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
-        "unsupported control block layout 9 (this coordinator has 1)");
+  CHECK(
+      error_of(
+          R"({"kind":"register","version":1,"protocol":2,"name":"a","qos":"production","devices":[]})") ==
+      "unsupported protocol 2 (this coordinator speaks 1)");
+  CHECK(
+      error_of(
+          R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
+      "unsupported control block layout 9 (this coordinator has 1)");
 }
 
 TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
@@ -120,7 +126,8 @@ TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
 }
 
 TEST_CASE("a message over the size bound is refused before parsing", "[coord][protocol]") {
-  std::string line = R"({"kind":"list","version":1,"pad":")" + std::string(kMaxMessageBytes, ' ') + "\"}";
+  std::string line =
+      R"({"kind":"list","version":1,"pad":")" + std::string(kMaxMessageBytes, ' ') + "\"}";
   CHECK(error_of(line) == "message longer than 16384 bytes");
 }
 
@@ -134,8 +141,9 @@ TEST_CASE("every request survives encode then parse", "[coord][protocol]") {
   set.job = "7";
   set.mem_limit = "none";
   set.name = "renamed";
-  std::vector<Request> requests = {registration, ListRequest{}, NodeRequest{}, ShowRequest{"x"},
-                                   set, PauseRequest{"y", true}, PauseRequest{"y", false}};
+  std::vector<Request> requests = {
+      registration, ListRequest{},           NodeRequest{},           ShowRequest{"x"},
+      set,          PauseRequest{"y", true}, PauseRequest{"y", false}};
   for (const Request& request : requests) {
     std::string line = encode_request(request);
     REQUIRE(line.back() == '\n');

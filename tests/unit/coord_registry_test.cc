@@ -79,6 +79,9 @@ TEST_CASE("a re-registering job keeps its id when free, and its current limit",
   // The next new job continues after the hint; a taken hint is ignored.
   CHECK((*registry.add(job("b"), peer(101, kAlice)))->id == 8);
   CHECK((*registry.add(r, peer(102, kAlice)))->id == 9);
+  // An outlandish hint is ignored rather than moving every later id.
+  r.id_hint = kMaxIdHint + 1;
+  CHECK((*registry.add(r, peer(103, kAlice)))->id == 10);
 }
 
 TEST_CASE("JOB selects by id, then pid, then a unique name", "[coord][registry]") {
@@ -149,7 +152,8 @@ TEST_CASE("users act only on their own jobs, within their start limits", "[coord
     auto result = registry.set(set_limit("bobs", "1GiB"), caller(kAlice), kNow, &reason);
     REQUIRE_FALSE(result.ok());
     CHECK(reason == kReasonDenied);
-    CHECK(result.error().message == "permission denied: job 2 belongs to uid 1001, not to uid 1000");
+    CHECK(result.error().message ==
+          "permission denied: job 2 belongs to uid 1001, not to uid 1000");
     CHECK(bobs->block->mem_limit(0) == 4 * GiB);
     CHECK_FALSE(registry.pause({"bobs", true}, caller(kAlice), kNow, &reason).ok());
     CHECK_FALSE(bobs->block->paused());

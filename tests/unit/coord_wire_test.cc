@@ -60,7 +60,8 @@ TEST_CASE("names are escaped, cleaned of invalid UTF-8 and cut at 128 bytes", "[
   REQUIRE(wire::write_register(buffer, sizeof buffer, f.fields("a\"b\\c\nd\x01")) > 0);
   CHECK(parse(buffer).name == "a\"b\\c?d?");  // the coordinator replaces control characters
 
-  REQUIRE(wire::write_register(buffer, sizeof buffer, f.fields("caf\xc3\xa9 \xff\xfe \xe2\x82")) > 0);
+  REQUIRE(wire::write_register(buffer, sizeof buffer, f.fields("caf\xc3\xa9 \xff\xfe \xe2\x82")) >
+          0);
   CHECK(parse(buffer).name == "caf\xc3\xa9 ?? ??");
 
   std::string long_name(300, 'n');

@@ -48,7 +48,7 @@
 namespace gpushare::coord {
 namespace {
 
-constexpr int kRegisterTimeoutMs = 200;        // in client_start, on the CUDA init path
+constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
 constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
 constexpr int kTelemetryPeriodMs = 50;
 constexpr int kRetryFirstMs = 100;
@@ -356,7 +356,8 @@ bool wait_for_stop(int ms) {
 
 // Serves a registered connection until it ends. True when asked to stop.
 bool serve(int fd) {
-  pollfd fds[2] = {{fd, POLLIN, 0}, {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0}};
+  pollfd fds[2] = {{fd, POLLIN, 0},
+                   {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0}};
   std::uint64_t next_copy = now_ns();
   for (;;) {
     int ready = poll(fds, 2, remaining_ms(next_copy));

@@ -30,7 +30,8 @@ bool exists(const char* path) {
 
 bool default_socket_path(char* buffer, std::size_t size, SocketSource* source,
                          const char* (*getenv_fn)(const char*)) {
-  if (getenv_fn == nullptr) getenv_fn = [](const char* name) -> const char* { return getenv(name); };
+  if (getenv_fn == nullptr)
+    getenv_fn = [](const char* name) -> const char* { return getenv(name); };
   auto chose = [&](SocketSource s) {
     if (source != nullptr) *source = s;
   };
@@ -55,13 +56,15 @@ bool default_socket_path(char* buffer, std::size_t size, SocketSource* source,
 }
 
 bool in_per_user_directory(const char* socket_path, const char* (*getenv_fn)(const char*)) {
-  if (getenv_fn == nullptr) getenv_fn = [](const char* name) -> const char* { return getenv(name); };
+  if (getenv_fn == nullptr)
+    getenv_fn = [](const char* name) -> const char* { return getenv(name); };
   char directory[256];
   if (!socket_directory(socket_path, directory, sizeof directory)) return false;
   char candidate[256];
   const char* runtime_dir = getenv_fn("XDG_RUNTIME_DIR");
   if (runtime_dir != nullptr && *runtime_dir == '/' &&
-      snprintf(candidate, sizeof candidate, "%s/gpushare", runtime_dir) < static_cast<int>(sizeof candidate) &&
+      snprintf(candidate, sizeof candidate, "%s/gpushare", runtime_dir) <
+          static_cast<int>(sizeof candidate) &&
       strcmp(directory, candidate) == 0) {
     return true;
   }
@@ -116,11 +119,16 @@ SocketProbe probe_socket(const char* path, int* peer_pid) {
 
 const char* probe_name(SocketProbe probe) {
   switch (probe) {
-    case SocketProbe::kLive: return "live";
-    case SocketProbe::kAbsent: return "absent";
-    case SocketProbe::kStale: return "stale";
-    case SocketProbe::kNotSocket: return "not a socket";
-    case SocketProbe::kError: return "error";
+    case SocketProbe::kLive:
+      return "live";
+    case SocketProbe::kAbsent:
+      return "absent";
+    case SocketProbe::kStale:
+      return "stale";
+    case SocketProbe::kNotSocket:
+      return "not a socket";
+    case SocketProbe::kError:
+      return "error";
   }
   return "error";
 }

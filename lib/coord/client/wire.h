@@ -15,8 +15,8 @@ inline constexpr int kProtocolVersion = 1;
 inline constexpr std::size_t kMaxNameBytes = 128;
 
 struct RegisterFields {
-  const char* name;  ///< any bytes; escaped, invalid UTF-8 replaced by '?', cut at 128 bytes
-  const char* qos;   ///< "production" | "opportunistic"
+  const char* name;       ///< any bytes; escaped, invalid UTF-8 replaced by '?', cut at 128 bytes
+  const char* qos;        ///< "production" | "opportunistic"
   std::uint64_t id_hint;  ///< 0 for none: the id a previous coordinator gave
   int device_count;
   const unsigned char (*uuids)[16];
