@@ -73,7 +73,7 @@ TEST_CASE("an empty file is an empty cluster with the default policy", "[place][
 TEST_CASE("every policy key reads", "[place][toml]") {
   auto cluster = parse_cluster(std::string(kTenant) +
                                    "[policy]\nutil_threshold = 1\nnode_order = \"spread\"\n"
-                                   "gpu_order = \"binpack\"\nmulti_node = false\n"
+                                   "gpu_order = \"binpack\"\nmulti_node = false\nreserve = false\n"
                                    "default_tenant = \"t\"\nqueue_threshold = \"1.5m\"\n",
                                "c.toml");
   REQUIRE(cluster);
@@ -81,6 +81,7 @@ TEST_CASE("every policy key reads", "[place][toml]") {
   CHECK(cluster->policy.node_order == Order::kSpread);
   CHECK(cluster->policy.gpu_order == Order::kBinpack);
   CHECK_FALSE(cluster->policy.multi_node);
+  CHECK_FALSE(cluster->policy.reserve);
   CHECK(cluster->policy.default_tenant == "t");
   CHECK(cluster->policy.queue_threshold == std::chrono::seconds(90));
 }

@@ -1,0 +1,187 @@
+#include "place/toml_reader.h"
+
+#include <sstream>
+
+#include "common/diag.h"
+#include "common/units.h"
+
+namespace gpushare::place {
+namespace {
+
+std::string type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    default:
+      return "a date or time";
+  }
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+TomlReader::TomlReader(std::string_view text, std::string_view source_name)
+    : text_(text), source_name_(source_name) {
+  std::size_t start = 0;
+  while (start <= text_.size()) {
+    std::size_t end = text_.find('\n', start);
+    if (end == std::string_view::npos) end = text_.size();
+    std::string_view line = text_.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines_.push_back(line);
+    start = end + 1;
+  }
+}
+
+Result<toml::table> TomlReader::parse() const {
+  try {
+    return toml::parse(text_, source_name_);
+  } catch (const toml::parse_error& e) {
+    return error_at(e.source(), std::string(e.description()));
+  }
+}
+
+Error TomlReader::error_at(const toml::source_region& where, std::string_view message) const {
+  long line = static_cast<long>(where.begin.line);
+  long column = static_cast<long>(where.begin.column);
+  std::string text = diag::at(source_name_, line, column, message);
+  if (line >= 1 && static_cast<std::size_t>(line) <= lines_.size()) {
+    text += "\n" + diag::excerpt(lines_[static_cast<std::size_t>(line) - 1], column);
+  }
+  return make_error(std::move(text));
+}
+
+Error TomlReader::wrong_type(const toml::key& key, const toml::node& node,
+                             std::string_view want) const {
+  return error_at(node.source(), "'" + std::string(key.str()) + "' must be " + std::string(want) +
+                                     ", not " + type_name(node));
+}
+
+Result<std::string> TomlReader::get_string(const toml::key& key, const toml::node& node,
+                                           bool allow_empty) const {
+  if (!node.is_string()) return wrong_type(key, node, "a string");
+  std::string value = node.as_string()->get();
+  if (value.empty() && !allow_empty) {
+    return error_at(node.source(), "'" + std::string(key.str()) + "' must not be empty");
+  }
+  return value;
+}
+
+Result<std::int64_t> TomlReader::get_integer(const toml::key& key, const toml::node& node,
+                                             std::int64_t min, std::int64_t max) const {
+  if (!node.is_integer()) return wrong_type(key, node, "an integer");
+  std::int64_t value = node.as_integer()->get();
+  if (value < min || value > max) {
+    std::string range = max == kMaxInt64 || max == kMaxInt
+                            ? "at least " + std::to_string(min)
+                            : "between " + std::to_string(min) + " and " + std::to_string(max);
+    return error_at(node.source(), "'" + std::string(key.str()) + "' must be " + range + ", not " +
+                                       std::to_string(value));
+  }
+  return value;
+}
+
+Result<double> TomlReader::get_fraction(const toml::key& key, const toml::node& node) const {
+  double value;
+  if (node.is_floating_point()) {
+    value = node.as_floating_point()->get();
+  } else if (node.is_integer()) {
+    value = static_cast<double>(node.as_integer()->get());
+  } else {
+    return wrong_type(key, node, "a number");
+  }
+  if (!(value >= 0.0 && value <= 1.0)) {  // also rejects nan
+    return error_at(node.source(), "'" + std::string(key.str()) +
+                                       "' must be between 0 and 1, not " + format_number(value));
+  }
+  return value;
+}
+
+Result<bool> TomlReader::get_bool(const toml::key& key, const toml::node& node) const {
+  if (!node.is_boolean()) return wrong_type(key, node, "a boolean (true or false)");
+  return node.as_boolean()->get();
+}
+
+Result<Order> TomlReader::get_order(const toml::key& key, const toml::node& node) const {
+  Result<std::string> text = get_string(key, node);
+  if (!text) return text.error();
+  if (std::optional<Order> order = parse_order(*text)) return *order;
+  return error_at(node.source(), "'" + std::string(key.str()) +
+                                     "' must be \"binpack\" or \"spread\", not \"" + *text + "\"");
+}
+
+Result<JobClass> TomlReader::get_class(const toml::key& key, const toml::node& node) const {
+  Result<std::string> text = get_string(key, node);
+  if (!text) return text.error();
+  if (std::optional<JobClass> job_class = parse_job_class(*text)) return *job_class;
+  return error_at(node.source(), "'" + std::string(key.str()) +
+                                     "' must be \"production\" or \"opportunistic\", not \"" +
+                                     *text + "\"");
+}
+
+Result<std::uint64_t> TomlReader::get_size(const toml::key& key, const toml::node& node) const {
+  Result<std::string> text = get_string(key, node);
+  if (!text) return text.error();
+  Result<std::uint64_t> bytes = parse_size(*text);
+  if (!bytes) return error_at(node.source(), bytes.error().message);
+  return *bytes;
+}
+
+Status TomlReader::walk(
+    const toml::table& table, std::string_view where,
+    const std::vector<std::pair<std::string_view, KeyHandler>>& handlers) const {
+  for (auto&& [key, node] : table) {
+    const KeyHandler* handler = nullptr;
+    for (const auto& [name, candidate] : handlers) {
+      if (key.str() == name) handler = &candidate;
+    }
+    if (handler == nullptr) {
+      std::string known;
+      for (const auto& [name, candidate] : handlers) {
+        known += known.empty() ? "" : ", ";
+        known += name;
+      }
+      return error_at(key.source(), "unknown key '" + std::string(key.str()) + "' in " +
+                                        std::string(where) + " (expected " + known + ")");
+    }
+    if (Status s = (*handler)(key, node); !s) return s;
+  }
+  return {};
+}
+
+Result<std::vector<const toml::table*>> TomlReader::get_tables(const toml::key& key,
+                                                               const toml::node& node,
+                                                               std::string_view header) const {
+  std::vector<const toml::table*> tables;
+  if (node.is_array()) {
+    for (const toml::node& element : *node.as_array()) {
+      if (!element.is_table()) break;
+      tables.push_back(element.as_table());
+    }
+    if (tables.size() == node.as_array()->size()) return tables;
+  }
+  return error_at(node.source(), "'" + std::string(key.str()) + "' must be an array of tables (" +
+                                     std::string(header) + "), not " + type_name(node));
+}
+
+Error TomlReader::missing(const toml::table& table, std::string_view where,
+                          std::string_view key) const {
+  return error_at(table.source(), std::string(where) + " has no '" + std::string(key) + "'");
+}
+
+}  // namespace gpushare::place

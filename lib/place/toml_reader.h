@@ -1,0 +1,71 @@
+// Strict reading of toml++ tables, for the cluster loader.
+//
+// toml++ accepts unknown keys silently and reports a wrong type only as an
+// empty optional. TomlReader walks each table by hand: every key must have
+// a handler, every value goes through a checked getter, and every error
+// reads "FILE:LINE:COL: message" with the source line and a caret under
+// the offending key or value. Only the TOML code includes this header.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "place/cluster.h"
+
+namespace gpushare::place {
+
+inline constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+inline constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+
+class TomlReader {
+ public:
+  TomlReader(std::string_view text, std::string_view source_name);
+
+  /// The document, or its syntax error at FILE:LINE:COL.
+  Result<toml::table> parse() const;
+
+  Error error_at(const toml::source_region& where, std::string_view message) const;
+  Error wrong_type(const toml::key& key, const toml::node& node, std::string_view want) const;
+  /// "WHERE has no 'KEY'", at the table.
+  Error missing(const toml::table& table, std::string_view where, std::string_view key) const;
+
+  Result<std::string> get_string(const toml::key& key, const toml::node& node,
+                                 bool allow_empty = false) const;
+  Result<std::int64_t> get_integer(const toml::key& key, const toml::node& node, std::int64_t min,
+                                   std::int64_t max) const;
+  /// A fraction in [0, 1]; TOML integers 0 and 1 are accepted as well.
+  Result<double> get_fraction(const toml::key& key, const toml::node& node) const;
+  Result<bool> get_bool(const toml::key& key, const toml::node& node) const;
+  Result<Order> get_order(const toml::key& key, const toml::node& node) const;
+  Result<JobClass> get_class(const toml::key& key, const toml::node& node) const;
+  /// A size string ("80GiB") in bytes.
+  Result<std::uint64_t> get_size(const toml::key& key, const toml::node& node) const;
+
+  using KeyHandler = std::function<Status(const toml::key&, const toml::node&)>;
+
+  /// Calls the handler of each key in `table`; a key with no handler is an
+  /// error naming the keys `where` accepts.
+  Status walk(const toml::table& table, std::string_view where,
+              const std::vector<std::pair<std::string_view, KeyHandler>>& handlers) const;
+
+  /// The tables of an array of tables (`[[name]]`), or an error.
+  Result<std::vector<const toml::table*>> get_tables(const toml::key& key, const toml::node& node,
+                                                     std::string_view header) const;
+
+  const std::string& source_name() const { return source_name_; }
+
+ private:
+  std::string_view text_;
+  std::string source_name_;
+  std::vector<std::string_view> lines_;
+};
+
+}  // namespace gpushare::place
