@@ -45,3 +45,9 @@ struct RealNvml {
 const RealNvml& real_nvml();
 
 }  // namespace gpushare::interpose
+
+// Our NVML wrappers (hooks_info.cc), exported under NVML's own names.
+extern "C" __attribute__((visibility("default"))) gpushare::interpose::NvmlReturn
+nvmlDeviceGetMemoryInfo(gpushare::interpose::NvmlDevice, gpushare::interpose::NvmlMemory*);
+extern "C" __attribute__((visibility("default"))) gpushare::interpose::NvmlReturn
+nvmlDeviceGetMemoryInfo_v2(gpushare::interpose::NvmlDevice, gpushare::interpose::NvmlMemoryV2*);

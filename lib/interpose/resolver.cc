@@ -22,6 +22,7 @@
 #include "cudaapi/proc_table.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
+#include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
 
 namespace gpushare::interpose {
@@ -34,6 +35,16 @@ const Hook kHooks[] = {
 #include "interpose/hooks.def"
 };
 #undef GS_HOOK
+
+// NVML entry points we answer (hooks_info.cc), by name.
+struct NvmlHook {
+  const char* name;
+  void* wrapper;
+};
+const NvmlHook kNvmlHooks[] = {
+    {"nvmlDeviceGetMemoryInfo", reinterpret_cast<void*>(&nvmlDeviceGetMemoryInfo)},
+    {"nvmlDeviceGetMemoryInfo_v2", reinterpret_cast<void*>(&nvmlDeviceGetMemoryInfo_v2)},
+};
 
 using DlsymFunction = void* (*)(void*, const char*);
 std::atomic<DlsymFunction> g_real_dlsym_new{nullptr};
@@ -69,6 +80,15 @@ inline bool may_be_hooked(const char* name) {
 // Our answer for dlsym(handle, name), or nullptr to pass it on.
 void* dlsym_answer(void* handle, const char* name) {
   if (handle == RTLD_NEXT || !may_be_hooked(name) || g_runtime.settings.disabled) return nullptr;
+  if (name[0] == 'n') {
+    for (const NvmlHook& hook : kNvmlHooks) {
+      if (std::strcmp(hook.name, name) == 0) {
+        GS_DEBUG("dlsym(%s): wrapped", name);
+        return hook.wrapper;
+      }
+    }
+    return nullptr;
+  }
   const Hook* hook = find_hook(name);
   if (hook == nullptr) return nullptr;
   GS_DEBUG("dlsym(%s): wrapped", name);
