@@ -137,8 +137,10 @@ int main(int argc, char** argv) {
   app.add_flag("--sim", request.sim, "Use the simulated GPU");
   app.add_flag("--no-coordinator", options.no_coordinator,
                "Do not start a per-user coordinator when none is running");
+  // One value per -p: a vector option would otherwise swallow the command.
   app.add_option("-p,--property", request.properties, "Set a property (repeatable)")
-      ->type_name("KEY=VALUE");
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
   app.add_option("command", request.command, "The command and its arguments")
       ->required()
       ->type_name("COMMAND [ARG]");

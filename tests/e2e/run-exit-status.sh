@@ -27,6 +27,10 @@ expect_exit 0 gpushare-run --name n1 -- sh -c 'echo "$0 $1"' --mem-limit x
 expect_exit 0 gpushare-run --name n1 sh -c 'echo "$0"' --opportunistic
 [ "$(cat "$scratch/out")" = "--opportunistic" ] || fail "an option after the command was parsed"
 
+# A property takes one word; the command after it keeps its own options.
+expect_exit 0 gpushare-run -p log=info -p name=x sh -c 'echo "$0"' --mem
+[ "$(cat "$scratch/out")" = "--mem" ] || fail "-p swallowed the command's words"
+
 # An interposer that cannot be found is gpushare-run's own failure.
 GPUSHARE_INTERPOSER=/nonexistent/lib.so expect_exit 125 gpushare-run true
 expect_grep "cannot find the interposer" "$scratch/err"
