@@ -138,7 +138,7 @@ bool process_alive(std::int32_t pid, std::uint64_t start_ticks) {
 void device_uuid(int index, std::uint8_t uuid[16]) {
   // splitmix64 over a fixed seed: stable across runs, distinct per device,
   // and shaped like a random (version 4) UUID.
-  std::uint64_t state = 0x67707573686172ull + static_cast<std::uint64_t>(index) * 0x9e3779b97f4a7c15ull;
+  std::uint64_t state = 0x67707573686172ull + static_cast<std::uint64_t>(index) * 0xd1342543de82ef95ull;
   for (int half = 0; half < 2; ++half) {
     std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -10,19 +10,24 @@
 //   init | version | devices             cuInit, cuDriverGetVersion, device count
 //   ctx[:DEV] | ctx-create[:DEV]         primary context made current | cuCtxCreate
 //   ctx-destroy | ctx-release[:DEV]      destroy the created context | release primary
+//   ctx-unset                            cuCtxSetCurrent(NULL): no current context
 //   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
 //   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
 //                                        pool vmm host
 //   free | free-all                      the last allocation | all of them
+//   refree                               free the last freed allocation again
 //   fill:SEED | check:SEED | memset:BYTE write, verify or memset the last allocation
 //   advise:preferred-device|preferred-host|accessed-by   on the last allocation
 //   prefetch:device|host                 the last (managed) allocation
 //   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
+//                                        (the syncs report wall_ms)
 //   launch:COUNT:US                      COUNT gpushare_spin kernels of US microseconds
 //   timed:COUNT:US                       ... each followed by a stream sync; reports wall_ms
 //   events:US                            elapsed time of one kernel between two events
 //   resolve:NAME:VERSION[:FLAGS]         cuGetProcAddress_v2; reports the symbol found
 //   nvml                                 NVML memory and processes of device 0
+//   stub:NAME                            call NAME with no arguments through dlsym; only
+//                                        for entry points a simulator leaves unimplemented
 //   ready[:FILE] | wait:FILE | hold      signal, wait for a file (60 s), wait for stdin EOF
 //   exit:N                               _exit(N) at once, without any cleanup
 #include <dlfcn.h>
@@ -63,6 +68,7 @@ struct Client {
   CUfunction spin = nullptr;
   CUmemoryPool pool = nullptr;
   std::vector<Held> held;
+  Held freed;        ///< the last allocation freed, for refree
   std::string json;  ///< extra fields of the current step's line
 };
 
@@ -353,9 +359,21 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     *result = client.held.empty() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     while (!client.held.empty() && *result == CUDA_SUCCESS) {
       *result = release(client, client.held.back());
+      client.freed = client.held.back();
       client.held.pop_back();
       if (name == "free") break;
     }
+  } else if (name == "refree") {
+    if (client.freed.kind.empty()) return false;
+    *result = release(client, client.freed);
+  } else if (name == "ctx-unset") {
+    *result = api.cuCtxSetCurrent(nullptr);
+  } else if (name == "stub") {
+    if (args.size() != 2) return false;
+    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void* address = library != nullptr ? dlsym(library, args[1].c_str()) : nullptr;
+    if (address == nullptr) return false;
+    *result = reinterpret_cast<CUresult (*)()>(address)();
   } else if (name == "fill" || name == "check") {
     if (!number_arg(1, 1, &a)) return false;
     *result = fill_or_check(client, a, name == "check");
@@ -383,10 +401,10 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
                   : api.cuMemPrefetchAsync_v2(held.pointer, held.bytes, location, 0, client.stream);
   } else if (name == "stream") {
     *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
-  } else if (name == "sync") {
-    *result = api.cuCtxSynchronize();
-  } else if (name == "stream-sync") {
-    *result = api.cuStreamSynchronize(client.stream);
+  } else if (name == "sync" || name == "stream-sync") {
+    auto start = std::chrono::steady_clock::now();
+    *result = name == "sync" ? api.cuCtxSynchronize() : api.cuStreamSynchronize(client.stream);
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
   } else if (name == "query") {
     *result = api.cuStreamQuery(client.stream);
   } else if (name == "launch" || name == "timed") {
@@ -404,7 +422,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     if (!number_arg(1, 1000, &a)) return false;
     CUevent start = nullptr, end = nullptr;
     float elapsed = 0;
-    *result = api.cuEventCreate(&start, CU_EVENT_DEFAULT);
+    // Loaded first, so the module load does not fall between the events.
+    *result = load_spin(client);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&start, CU_EVENT_DEFAULT);
     if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&end, CU_EVENT_DEFAULT);
     if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(start, client.stream);
     if (*result == CUDA_SUCCESS) *result = launch_spin(client, a);

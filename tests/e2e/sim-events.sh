@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Events measure simulated time, the device's view: a 50 ms kernel measures
+# 50 ms; behind another process's 400 ms of queued kernels a 10 ms kernel
+# measures the wait too; queries say CUDA_ERROR_NOT_READY until the work is
+# done, and a synchronisation waits for it.
+. "$(dirname "$0")/common.inc"
+[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
+export LD_LIBRARY_PATH="$libexec/sim"
+client="$libexec/tests/gpushare-cuda-client"
+wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
+elapsed() { jq -r 'select(.step=="events") | .elapsed_ms' "$scratch/out"; }
+
+# within MS LOW HIGH: LOW <= MS < HIGH.
+within() { awk -v ms="$1" -v low="$2" -v high="$3" 'BEGIN { exit !(ms >= low && ms < high) }'; }
+
+# The launch follows the first event by microseconds; the kernel's 50 ms
+# are what the events measure, however long the host took.
+expect_exit 0 "$client" init ctx events:50000 stream events:20000
+within "$(elapsed | head -1)" 50 50.5 || fail "a 50 ms kernel measured $(elapsed | head -1) ms"
+within "$(elapsed | tail -1)" 20 20.5 || fail "a 20 ms kernel on a stream measured $(elapsed | tail -1) ms"
+
+# Another process queues 400 ms of kernels and holds on.
+"$client" init ctx launch:40:10000 ready:"$scratch/busy" wait:"$scratch/done" >/dev/null &
+wait_file "$scratch/busy"
+expect_exit 0 "$client" init ctx events:10000
+touch "$scratch/done"
+wait
+# What is left of the 400 ms when this process got going, plus its own 10.
+within "$(elapsed)" 100 411 ||
+  fail "behind 400 ms of another process's kernels, a 10 ms kernel measured $(elapsed) ms"
+
+# Not ready while pending, ready after a synchronisation that waited.
+expect_exit 0 "$client" init ctx stream launch:1:300000 ?query stream-sync query
+[ "$(jq -r 'select(.step=="query") | .result' "$scratch/out" | tr '\n' ' ')" = \
+  "CUDA_ERROR_NOT_READY CUDA_SUCCESS " ] || fail "cuStreamQuery did not follow the kernel"
+awk -v ms="$(jq -r 'select(.step=="stream-sync") | .wall_ms' "$scratch/out")" 'BEGIN { exit !(ms >= 250) }' ||
+  fail "cuStreamSynchronize returned before the 300 ms kernel ended"
