@@ -36,6 +36,18 @@ const char* read_stat_fields(std::int32_t pid, char* buffer, std::size_t size) {
   return close_paren + 2;  // field 3, the state letter
 }
 
+// Indices read from the shared file are clamped before use: another
+// process (or a person) may scribble on it while we run, and that must
+// give wrong numbers at worst, never an access out of bounds.
+std::uint32_t managed_bound(const StateLayout* layout) {
+  std::uint32_t high = layout->header.managed_high_water;
+  return high < kMaxManaged ? high : kMaxManaged;
+}
+
+int device_index(const ManagedRecord& record) {
+  return record.device >= 0 && record.device < kMaxDevices ? record.device : 0;
+}
+
 std::uint64_t uncharge_saturating(std::uint64_t value, std::uint64_t bytes) {
   return value > bytes ? value - bytes : 0;
 }
@@ -46,7 +58,7 @@ std::uint64_t uncharge_saturating(std::uint64_t value, std::uint64_t bytes) {
 std::uint64_t evict(StateLayout* layout, int device, std::uint64_t need, int exclude,
                     bool allow_preferred) {
   std::uint64_t freed = 0;
-  std::uint32_t high = layout->header.managed_high_water;
+  std::uint32_t high = managed_bound(layout);
   for (int pass = 0; pass < (allow_preferred ? 2 : 1) && freed < need; ++pass) {
     for (std::uint32_t i = 0; i < high && freed < need; ++i) {
       ManagedRecord& record = layout->managed[i];
@@ -71,6 +83,7 @@ std::uint64_t free_bytes(const StateLayout* layout, int device) {
 
 void shrink_high_water(StateLayout* layout) {
   std::uint32_t& high = layout->header.managed_high_water;
+  if (high > kMaxManaged) high = kMaxManaged;
   while (high > 0 && layout->managed[high - 1].pid == 0) --high;
 }
 
@@ -340,13 +353,13 @@ int reclaim_dead(StateLayout* layout, Liveness alive) {
     }
   }
   // Records whose owner lost its slot half-way through a detach.
-  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     ManagedRecord& record = layout->managed[i];
     if (record.pid == 0) continue;
     bool owned = false;
     for (int j = 0; j < kMaxProcesses && !owned; ++j) owned = layout->processes[j].pid == record.pid;
     if (!owned) {
-      ++layout->devices[record.device].managed_generation;
+      ++layout->devices[device_index(record)].managed_generation;
       std::memset(&record, 0, sizeof record);
     }
   }
@@ -375,10 +388,10 @@ void detach_process(StateLayout* layout, int slot_index) {
   ProcessSlot& slot = layout->processes[slot_index];
   std::int32_t pid = slot.pid;
   if (pid == 0) return;
-  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     ManagedRecord& record = layout->managed[i];
     if (record.pid != pid) continue;
-    ++layout->devices[record.device].managed_generation;
+    ++layout->devices[device_index(record)].managed_generation;
     std::memset(&record, 0, sizeof record);
   }
   shrink_high_water(layout);
@@ -415,7 +428,7 @@ std::uint64_t device_used(const StateLayout* layout, int device) {
   for (int i = 0; i < kMaxProcesses; ++i) {
     if (layout->processes[i].pid != 0) used += layout->processes[i].charged_bytes[device];
   }
-  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     const ManagedRecord& record = layout->managed[i];
     if (record.pid != 0 && record.device == device) used += record.resident_bytes;
   }
@@ -425,7 +438,7 @@ std::uint64_t device_used(const StateLayout* layout, int device) {
 std::uint64_t process_used(const StateLayout* layout, int slot, int device) {
   const ProcessSlot& process = layout->processes[slot];
   std::uint64_t used = process.charged_bytes[device];
-  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     const ManagedRecord& record = layout->managed[i];
     if (record.pid == process.pid && record.device == device) used += record.resident_bytes;
   }
@@ -439,7 +452,7 @@ bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes) {
   if (used + bytes > total) {
     std::uint64_t need = used + bytes - total;
     std::uint64_t evictable = 0;
-    for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+    for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
       const ManagedRecord& record = layout->managed[i];
       if (record.pid != 0 && record.device == device) evictable += record.resident_bytes;
     }
@@ -488,7 +501,7 @@ ManagedRecord* managed_find(StateLayout* layout, int index, std::int32_t pid, st
 void managed_remove(StateLayout* layout, int index) {
   ManagedRecord& record = layout->managed[index];
   if (record.pid == 0) return;
-  ++layout->devices[record.device].managed_generation;
+  ++layout->devices[device_index(record)].managed_generation;
   std::memset(&record, 0, sizeof record);
   shrink_high_water(layout);
 }
@@ -496,6 +509,8 @@ void managed_remove(StateLayout* layout, int index) {
 std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes,
                               bool to_device) {
   ManagedRecord& record = layout->managed[index];
+  record.device = device_index(record);
+  if (record.resident_bytes > record.size_bytes) record.resident_bytes = record.size_bytes;
   std::uint64_t moved = 0;
   if (to_device) {
     std::uint64_t host = record.size_bytes - record.resident_bytes;
@@ -508,7 +523,7 @@ std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t byte
     moved = bytes < record.resident_bytes ? bytes : record.resident_bytes;
     record.resident_bytes -= moved;
   }
-  if (moved > 0) ++layout->devices[record.device].managed_generation;
+  if (moved > 0) ++layout->devices[device_index(record)].managed_generation;
   return moved;
 }
 
@@ -517,7 +532,7 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
                     std::uint64_t* host_bytes) {
   *total_bytes = 0;
   *host_bytes = 0;
-  for (std::uint32_t i = 0; i < layout->header.managed_high_water; ++i) {
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     const ManagedRecord& record = layout->managed[i];
     if (record.pid != pid || record.device != device || record.context != context) continue;
     *total_bytes += record.size_bytes;
@@ -526,6 +541,8 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
 }
 
 KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns) {
+  device->ring_next %= kBusyRing;
+  if (device->ring_count > kBusyRing) device->ring_count = kBusyRing;
   std::int64_t start = earliest_ns > device->busy_until_ns ? earliest_ns : device->busy_until_ns;
   std::int64_t end = start + duration_ns;
   device->busy_until_ns = end;
@@ -546,8 +563,9 @@ KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::in
 
 std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns) {
   std::uint64_t busy = 0;
-  std::uint32_t index = device.ring_next;
-  for (std::uint32_t n = 0; n < device.ring_count; ++n) {
+  std::uint32_t index = device.ring_next % kBusyRing;
+  std::uint32_t count = device.ring_count < kBusyRing ? device.ring_count : kBusyRing;
+  for (std::uint32_t n = 0; n < count; ++n) {
     index = (index + kBusyRing - 1) % kBusyRing;
     const BusyInterval& interval = device.ring[index];
     if (interval.end_ns <= from_ns) break;  // intervals only get older from here

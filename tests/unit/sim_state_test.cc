@@ -279,3 +279,22 @@ TEST_CASE("simulated device UUIDs are stable, distinct and version 4", "[sim]") 
   CHECK((a[6] >> 4) == 4);
   CHECK((a[8] & 0xc0) == 0x80);
 }
+
+TEST_CASE("indices scribbled over in a live state file are clamped, not followed", "[sim]") {
+  DeviceState device{};
+  device.ring_next = 5000;
+  device.ring_count = 99999;
+  reserve_kernel(&device, 0, 10);
+  CHECK(device.ring_next < static_cast<std::uint32_t>(kBusyRing));
+  CHECK(device.ring_count <= static_cast<std::uint32_t>(kBusyRing));
+  CHECK(busy_ns_between(device, 0, 100) >= 10);
+
+  TempState state;
+  StateLayout* layout = state.open();
+  int slot = attach_process(layout, 1000001, 1, "a");
+  layout->header.managed_high_water = 999999;
+  layout->managed[kMaxManaged - 1] = ManagedRecord{1000001, 77, 1, 100, 50, 0, 0};
+  CHECK(device_used(layout, 0) == 0);  // the record's device is out of range
+  detach_process(layout, slot);
+  CHECK(layout->header.managed_high_water == 0);
+}
