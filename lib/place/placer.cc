@@ -30,9 +30,9 @@
 //    multi_node is on, use the fewest nodes: nodes with the most free GPUs
 //    first, all their qualifying GPUs, and for the rest the best-fitting
 //    node (binpack) or the next largest (spread). If the job fits nowhere
-//    whole, reserve what qualifies (on one node without multi_node): the
-//    job is "reserved" and those GPUs take no other production job, though
-//    opportunistic jobs may use them meanwhile.
+//    whole, reserve what qualifies (on one node without multi_node), unless
+//    [policy] reserve is false: the job is "reserved" and those GPUs take no
+//    other production job, though opportunistic jobs may use them meanwhile.
 // 5. Opportunistic: a GPU qualifies when its utilisation is below
 //    util_threshold and it has the memory free. Take the first in
 //    gpu_order: spread is the least loaded (utilisation, then jobs on it,
@@ -41,6 +41,9 @@
 //    without multi_node). All or nothing: no reservations.
 // 6. Apply: the job joins its GPUs' job lists, their memory use and
 //    utilisation grow by the job's, and both indexes are updated.
+//
+// A finished job can be removed (trace replay does): its GPUs, memory,
+// utilisation and quota are given back and the indexes follow.
 //
 // Every remaining tie goes to the node name, then the GPU index. The two
 // indexes (load_index.h, domain_index.h) make each step O(log G) in the
