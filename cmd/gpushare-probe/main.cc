@@ -79,8 +79,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ProbeOptions options;
   CLI::App* device = app.add_subcommand("device", "Print one record per GPU");
-  device->add_flag("--sim", options.sim,
-                   "Probe the installed simulated GPU");
+  device->add_flag("--sim", options.sim, "Probe the installed simulated GPU");
   app.add_subcommand("memory", "Profile a job's memory curve (not built yet)");
   app.add_subcommand("interference", "Measure two jobs' solo and co-run speeds (not built yet)");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {

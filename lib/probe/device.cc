@@ -38,8 +38,8 @@ Result<std::vector<DeviceRecord>> probe_devices(GpuApi& api) {
     }
     // Who holds what: NVML sees every process; so does the simulator;
     // the driver alone only answers from inside a context of our own.
-    Result<NvmlMemory> nvml = api.has_nvml() ? api.nvml_memory(record.uuid)
-                                             : Result<NvmlMemory>(make_error("no NVML"));
+    Result<NvmlMemory> nvml =
+        api.has_nvml() ? api.nvml_memory(record.uuid) : Result<NvmlMemory>(make_error("no NVML"));
     if (nvml) {
       record.mem_used_bytes = nvml->used_bytes;
       record.mem_source = "nvml";

@@ -1,9 +1,8 @@
 // The GpuApi over the libcuda.so.1 and libnvidia-ml.so.1 the loader finds
 // (or given paths), opened with dlopen so that the probe starts on machines
 // without them and says why it cannot go on.
-#include <dlfcn.h>
-
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include "probe/device.h"
 
@@ -85,14 +84,14 @@ class SystemGpu final : public GpuApi {
                      "cuDeviceGetAttribute" + at);
     }
     if (status) {
-      status = check(attribute_(&result.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                device),
-                     "cuDeviceGetAttribute" + at);
+      status =
+          check(attribute_(&result.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                "cuDeviceGetAttribute" + at);
     }
     if (status) {
-      status = check(attribute_(&result.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                device),
-                     "cuDeviceGetAttribute" + at);
+      status =
+          check(attribute_(&result.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                "cuDeviceGetAttribute" + at);
     }
     if (!status) return status.error();
     result.name = name;

@@ -135,8 +135,7 @@ bool read_count(EnvLookup lookup, void* context, const char* name, std::uint64_t
 
 void default_state_path(char* path) {
   const char* directory = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  std::snprintf(path, kPathBytes, "%s/gpushare-sim-%u", directory,
-                static_cast<unsigned>(getuid()));
+  std::snprintf(path, kPathBytes, "%s/gpushare-sim-%u", directory, static_cast<unsigned>(getuid()));
 }
 
 const char* lookup_environment(const char* name, void*) { return std::getenv(name); }
@@ -196,7 +195,8 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
   if (const char* text = lookup("GPUSHARE_SIM_SMS", context)) {
     if (!parse_device_list("GPUSHARE_SIM_SMS", text, ListKind::kCount, sms, report)) return false;
     for (int i = 0; i < kMaxDevices; ++i) {
-      if (sms[i] < 1 || sms[i] > 1024) return report.fail_range("GPUSHARE_SIM_SMS", text, "1 to 1024");
+      if (sms[i] < 1 || sms[i] > 1024)
+        return report.fail_range("GPUSHARE_SIM_SMS", text, "1 to 1024");
     }
   }
   for (int i = 0; i < kMaxDevices; ++i) {
@@ -229,8 +229,10 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
   if (const char* text = lookup("GPUSHARE_SIM_MANAGED_SLOWDOWN", context)) {
     const char* why = nullptr;
     std::uint64_t milli = 0;
-    if (!parse_milli(text, &milli, &why)) return report.fail("GPUSHARE_SIM_MANAGED_SLOWDOWN", text, why);
-    if (milli > 1000000) return report.fail_range("GPUSHARE_SIM_MANAGED_SLOWDOWN", text, "0 to 1000");
+    if (!parse_milli(text, &milli, &why))
+      return report.fail("GPUSHARE_SIM_MANAGED_SLOWDOWN", text, why);
+    if (milli > 1000000)
+      return report.fail_range("GPUSHARE_SIM_MANAGED_SLOWDOWN", text, "0 to 1000");
     config->managed_slowdown_milli = static_cast<std::uint32_t>(milli);
   }
 

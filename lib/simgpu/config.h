@@ -32,10 +32,10 @@ struct SimConfig {
   /// memory is on the host (GPUSHARE_SIM_MANAGED_SLOWDOWN=4 gives 4000).
   std::uint32_t managed_slowdown_milli;
   // The rest is per process; other processes may differ.
-  int driver_version;                ///< GPUSHARE_SIM_DRIVER_VERSION
-  std::uint64_t default_kernel_ns;   ///< GPUSHARE_SIM_KERNEL_US
-  std::uint32_t max_pending;         ///< GPUSHARE_SIM_MAX_PENDING
-  std::int64_t util_window_ns;       ///< GPUSHARE_SIM_UTIL_WINDOW_MS
+  int driver_version;               ///< GPUSHARE_SIM_DRIVER_VERSION
+  std::uint64_t default_kernel_ns;  ///< GPUSHARE_SIM_KERNEL_US
+  std::uint32_t max_pending;        ///< GPUSHARE_SIM_MAX_PENDING
+  std::int64_t util_window_ns;      ///< GPUSHARE_SIM_UTIL_WINDOW_MS
 };
 
 // Defaults (documented in gpushare-workload(1)).

@@ -29,7 +29,8 @@ bool append(ModuleImage* module, int* capacity) {
   if (module->kernel_count < *capacity) return true;
   if (*capacity >= kMaxKernels) return false;
   int grown = *capacity == 0 ? 8 : *capacity * 2;
-  void* memory = std::realloc(module->kernels, sizeof(KernelInfo) * static_cast<std::size_t>(grown));
+  void* memory =
+      std::realloc(module->kernels, sizeof(KernelInfo) * static_cast<std::size_t>(grown));
   if (memory == nullptr) return false;
   module->kernels = static_cast<KernelInfo*>(memory);
   *capacity = grown;
@@ -53,8 +54,8 @@ ImageError fail(ModuleImage* module, ImageError error, char* message, std::size_
   return error;
 }
 
-ImageError parse_text(const char* text, std::int64_t default_ns, ModuleImage* module,
-                      char* message, std::size_t bytes) {
+ImageError parse_text(const char* text, std::int64_t default_ns, ModuleImage* module, char* message,
+                      std::size_t bytes) {
   module->kind = ImageKind::kText;
   int capacity = 0;
   const char* line = text + std::strlen(kTextModuleMagic);
@@ -111,8 +112,8 @@ ImageError parse_text(const char* text, std::int64_t default_ns, ModuleImage* mo
                   "line %ld: kernel declared twice%s", number, "");
     }
     if (!append(module, &capacity)) {
-      return fail(module, ImageError::kInvalidImage, message, bytes,
-                  "line %ld: too many kernels%s", number, "");
+      return fail(module, ImageError::kInvalidImage, message, bytes, "line %ld: too many kernels%s",
+                  number, "");
     }
     init_kernel(&module->kernels[module->kernel_count++], name, name_length,
                 static_cast<std::int64_t>(micros) * 1000);
@@ -124,8 +125,8 @@ ImageError parse_text(const char* text, std::int64_t default_ns, ModuleImage* mo
 
 // PTX: the kernels are the names after ".entry". Comments are skipped so a
 // commented-out entry does not count.
-ImageError parse_ptx(const char* text, std::int64_t default_ns, ModuleImage* module,
-                     char* message, std::size_t bytes) {
+ImageError parse_ptx(const char* text, std::int64_t default_ns, ModuleImage* module, char* message,
+                     std::size_t bytes) {
   module->kind = ImageKind::kPtx;
   int capacity = 0;
   bool saw_version = false;
@@ -225,9 +226,9 @@ ImageError parse_module_image(const void* image, std::int64_t default_kernel_ns,
     std::snprintf(message, message_bytes, "line 1: unsupported text module version");
     return ImageError::kInvalidImage;
   }
-  if (looks_like_ptx(text)) return parse_ptx(text, default_kernel_ns, module, message, message_bytes);
-  std::snprintf(message, message_bytes,
-                "not a cubin, fatbin, PTX or gpushare-sim-module image");
+  if (looks_like_ptx(text))
+    return parse_ptx(text, default_kernel_ns, module, message, message_bytes);
+  std::snprintf(message, message_bytes, "not a cubin, fatbin, PTX or gpushare-sim-module image");
   return ImageError::kInvalidImage;
 }
 

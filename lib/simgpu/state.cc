@@ -65,8 +65,8 @@ std::uint64_t evict(StateLayout* layout, int device, std::uint64_t need, int exc
       if (record.pid == 0 || record.device != device || static_cast<int>(i) == exclude) continue;
       bool preferred = (record.flags & kManagedPreferDevice) != 0;
       if (preferred != (pass == 1)) continue;
-      std::uint64_t take = record.resident_bytes < need - freed ? record.resident_bytes
-                                                                : need - freed;
+      std::uint64_t take =
+          record.resident_bytes < need - freed ? record.resident_bytes : need - freed;
       record.resident_bytes -= take;
       freed += take;
     }
@@ -128,7 +128,8 @@ std::uint64_t process_start_ticks(std::int32_t pid) {
     if (*cursor++ == ' ') ++field;
   }
   std::uint64_t ticks = 0;
-  while (*cursor >= '0' && *cursor <= '9') ticks = ticks * 10 + static_cast<unsigned>(*cursor++ - '0');
+  while (*cursor >= '0' && *cursor <= '9')
+    ticks = ticks * 10 + static_cast<unsigned>(*cursor++ - '0');
   return ticks;
 }
 
@@ -151,7 +152,8 @@ bool process_alive(std::int32_t pid, std::uint64_t start_ticks) {
 void device_uuid(int index, std::uint8_t uuid[16]) {
   // splitmix64 over a fixed seed: stable across runs, distinct per device,
   // and shaped like a random (version 4) UUID.
-  std::uint64_t state = 0x67707573686172ull + static_cast<std::uint64_t>(index) * 0xd1342543de82ef95ull;
+  std::uint64_t state =
+      0x67707573686172ull + static_cast<std::uint64_t>(index) * 0xd1342543de82ef95ull;
   for (int half = 0; half < 2; ++half) {
     std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -266,8 +268,7 @@ bool StateFile::open(const SimConfig& config, char* error, std::size_t error_byt
       std::snprintf(detail, sizeof detail, "%u, but this simulator reads version %u",
                     header.layout_version, kStateLayoutVersion);
       set_error(error, error_bytes,
-                "%s has state layout version %s; remove it once no process uses it", path_,
-                detail);
+                "%s has state layout version %s; remove it once no process uses it", path_, detail);
       ok = false;
     } else if (header.layout_bytes != sizeof(StateLayout) ||
                info.st_size != static_cast<off_t>(sizeof(StateLayout))) {
@@ -357,7 +358,8 @@ int reclaim_dead(StateLayout* layout, Liveness alive) {
     ManagedRecord& record = layout->managed[i];
     if (record.pid == 0) continue;
     bool owned = false;
-    for (int j = 0; j < kMaxProcesses && !owned; ++j) owned = layout->processes[j].pid == record.pid;
+    for (int j = 0; j < kMaxProcesses && !owned; ++j)
+      owned = layout->processes[j].pid == record.pid;
     if (!owned) {
       ++layout->devices[device_index(record)].managed_generation;
       std::memset(&record, 0, sizeof record);
@@ -506,8 +508,7 @@ void managed_remove(StateLayout* layout, int index) {
   shrink_high_water(layout);
 }
 
-std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes,
-                              bool to_device) {
+std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device) {
   ManagedRecord& record = layout->managed[index];
   record.device = device_index(record);
   if (record.resident_bytes > record.size_bytes) record.resident_bytes = record.size_bytes;
@@ -527,9 +528,8 @@ std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t byte
   return moved;
 }
 
-void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
-                    std::uint32_t context, std::uint64_t* total_bytes,
-                    std::uint64_t* host_bytes) {
+void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
+                    std::uint64_t* total_bytes, std::uint64_t* host_bytes) {
   *total_bytes = 0;
   *host_bytes = 0;
   for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {

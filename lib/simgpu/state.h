@@ -60,9 +60,9 @@ struct DeviceState {
   std::uint32_t sms;
   std::uint32_t reserved0;
   std::uint8_t uuid[16];
-  std::int64_t busy_until_ns;  ///< end of the last reserved kernel
-  std::uint64_t busy_ns;       ///< total kernel time ever reserved
-  std::uint64_t kernels;       ///< kernels ever launched
+  std::int64_t busy_until_ns;        ///< end of the last reserved kernel
+  std::uint64_t busy_ns;             ///< total kernel time ever reserved
+  std::uint64_t kernels;             ///< kernels ever launched
   std::uint64_t managed_generation;  ///< bumped on every residency change
   std::uint32_t ring_next;           ///< index the next interval goes to
   std::uint32_t ring_count;          ///< valid intervals, up to kBusyRing
@@ -72,10 +72,10 @@ struct DeviceState {
 struct ProcessSlot {
   std::int32_t pid;  ///< 0: free
   std::uint32_t reserved0;
-  std::uint64_t start_ticks;                  ///< /proc/PID/stat start time
-  std::uint64_t charged_bytes[kMaxDevices];   ///< all but managed residency
-  std::uint32_t contexts[kMaxDevices];        ///< live contexts, for NVML
-  char name[32];                              ///< /proc/PID/comm
+  std::uint64_t start_ticks;                 ///< /proc/PID/stat start time
+  std::uint64_t charged_bytes[kMaxDevices];  ///< all but managed residency
+  std::uint32_t contexts[kMaxDevices];       ///< live contexts, for NVML
+  char name[32];                             ///< /proc/PID/comm
 };
 
 enum ManagedFlag : std::uint32_t {
@@ -191,9 +191,8 @@ void managed_remove(StateLayout* layout, int index);
 /// Returns the bytes moved.
 std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device);
 /// Managed bytes of (pid, device, context): total and on the host.
-void managed_totals(const StateLayout* layout, std::int32_t pid, int device,
-                    std::uint32_t context, std::uint64_t* total_bytes,
-                    std::uint64_t* host_bytes);
+void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
+                    std::uint64_t* total_bytes, std::uint64_t* host_bytes);
 
 struct KernelSlot {
   std::int64_t start_ns;

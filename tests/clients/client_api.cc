@@ -11,20 +11,25 @@ namespace gpushare::clients {
 namespace {
 
 // Every entry point of Api, by its exported name.
-#define CLIENT_ENTRIES(X)                                                                   \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceTotalMem_v2) \
-  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)       \
-  X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize)                \
-  X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2)                  \
-  X(cuMemAllocManaged) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) X(cuMemAllocAsync)         \
-  X(cuMemFreeAsync) X(cuMemAllocFromPoolAsync) X(cuMemPoolCreate) X(cuMemPoolDestroy)        \
-  X(cuMemPoolTrimTo) X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)         \
-  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)     \
-  X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)                \
-  X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)              \
-  X(cuStreamCreate) X(cuStreamQuery) X(cuStreamSynchronize) X(cuEventCreate)                 \
-  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName)           \
-  X(cuGetProcAddress_v2)
+#define CLIENT_ENTRIES(X)                                                                          \
+  X(cuInit)                                                                                        \
+  X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceTotalMem_v2)                  \
+      X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)          \
+          X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize)              \
+              X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(         \
+                  cuMemAllocManaged) X(cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) X(cuMemAllocAsync) \
+                  X(cuMemFreeAsync) X(cuMemAllocFromPoolAsync) X(cuMemPoolCreate)                  \
+                      X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuMemGetAllocationGranularity)      \
+                          X(cuMemCreate) X(cuMemRelease) X(cuMemAddressReserve)                    \
+                              X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)      \
+                                  X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemcpyHtoD_v2)         \
+                                      X(cuMemcpyDtoH_v2) X(cuMemsetD8_v2) X(cuModuleLoadData)      \
+                                          X(cuModuleGetFunction) X(cuLaunchKernel)                 \
+                                              X(cuStreamCreate) X(cuStreamQuery)                   \
+                                                  X(cuStreamSynchronize) X(cuEventCreate)          \
+                                                      X(cuEventRecord) X(cuEventSynchronize)       \
+                                                          X(cuEventElapsedTime) X(cuGetErrorName)  \
+                                                              X(cuGetProcAddress_v2)
 
 struct Entry {
   const char* name;
@@ -46,7 +51,8 @@ const gpushare::cudaapi::ProcVariant* variant_of(const char* symbol) {
 
 bool bind_api(Binding binding, bool per_thread, Api* api, std::string* error) {
   *api = Api{};
-#define CLIENT_ENTRY(name) {#name, reinterpret_cast<void**>(&api->name), reinterpret_cast<void*>(&::name)},
+#define CLIENT_ENTRY(name) \
+  {#name, reinterpret_cast<void**>(&api->name), reinterpret_cast<void*>(&::name)},
   Entry entries[] = {CLIENT_ENTRIES(CLIENT_ENTRY)};
 #undef CLIENT_ENTRY
   void* library = nullptr;
@@ -73,10 +79,11 @@ bool bind_api(Binding binding, bool per_thread, Api* api, std::string* error) {
           break;
         }
         CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        CUresult result = ::cuGetProcAddress_v2(variant->name, &address, variant->version,
-                                                per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-                                                           : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                                                &status);
+        CUresult result =
+            ::cuGetProcAddress_v2(variant->name, &address, variant->version,
+                                  per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                             : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                  &status);
         if (result != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS) address = nullptr;
         break;
       }

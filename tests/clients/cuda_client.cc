@@ -77,7 +77,8 @@ std::vector<std::string> split(const std::string& text) {
   std::size_t start = 0;
   while (true) {
     std::size_t colon = text.find(':', start);
-    parts.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    parts.push_back(
+        text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
     if (colon == std::string::npos) return parts;
     start = colon + 1;
   }
@@ -190,7 +191,8 @@ CUresult allocate(Client& client, const std::string& kind, std::size_t bytes) {
 
 CUresult release(Client& client, const Held& held) {
   const Api& api = client.api;
-  if (held.kind == "async" || held.kind == "pool") return api.cuMemFreeAsync(held.pointer, client.stream);
+  if (held.kind == "async" || held.kind == "pool")
+    return api.cuMemFreeAsync(held.pointer, client.stream);
   if (held.kind == "host") return api.cuMemFreeHost(held.host);
   if (held.kind == "vmm") {
     CUresult status = api.cuMemUnmap(held.pointer, held.bytes);
@@ -211,7 +213,8 @@ CUresult fill_or_check(Client& client, unsigned long long seed, bool check) {
   const Held& held = client.held.back();
   std::vector<unsigned char> buffer(pattern_bytes(held));
   if (!check) {
-    for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<unsigned char>(seed + i * 7);
+    for (std::size_t i = 0; i < buffer.size(); ++i)
+      buffer[i] = static_cast<unsigned char>(seed + i * 7);
     return client.api.cuMemcpyHtoD_v2(held.pointer, buffer.data(), buffer.size());
   }
   CUresult status = client.api.cuMemcpyDtoH_v2(buffer.data(), held.pointer, buffer.size());
@@ -294,7 +297,8 @@ bool wait_for_file(const std::string& path) {
 }
 
 double wall_ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // Runs one step. Returns false for a malformed step (usage error).
@@ -413,7 +417,8 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     *result = CUDA_SUCCESS;
     for (unsigned long long i = 0; i < a && *result == CUDA_SUCCESS; ++i) {
       *result = launch_spin(client, b);
-      if (*result == CUDA_SUCCESS && name == "timed") *result = api.cuStreamSynchronize(client.stream);
+      if (*result == CUDA_SUCCESS && name == "timed")
+        *result = api.cuStreamSynchronize(client.stream);
     }
     field(client, "kernels", a);
     field(client, "kernel_us", b);
@@ -441,7 +446,8 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     if (args.size() > 1) {
       std::string temporary = args[1] + ".tmp";
       FILE* file = std::fopen(temporary.c_str(), "w");
-      if (file == nullptr || std::fclose(file) != 0 || std::rename(temporary.c_str(), args[1].c_str()) != 0) {
+      if (file == nullptr || std::fclose(file) != 0 ||
+          std::rename(temporary.c_str(), args[1].c_str()) != 0) {
         *result = CUDA_ERROR_UNKNOWN;
       }
     }
@@ -465,7 +471,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
 
 int usage(const char* message) {
   std::fprintf(stderr, "gpushare-cuda-client: error: %s\n", message);
-  std::fprintf(stderr, "usage: gpushare-cuda-client [--bind direct|dlsym|resolver] [--per-thread] STEP...\n");
+  std::fprintf(
+      stderr,
+      "usage: gpushare-cuda-client [--bind direct|dlsym|resolver] [--per-thread] STEP...\n");
   return 2;
 }
 

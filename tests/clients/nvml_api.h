@@ -51,7 +51,8 @@ inline bool load_nvml(Nvml* nvml, std::string* error) {
       {reinterpret_cast<void**>(&nvml->shutdown), "nvmlShutdown"},
       {reinterpret_cast<void**>(&nvml->handle_by_index), "nvmlDeviceGetHandleByIndex_v2"},
       {reinterpret_cast<void**>(&nvml->memory_info), "nvmlDeviceGetMemoryInfo"},
-      {reinterpret_cast<void**>(&nvml->running_processes), "nvmlDeviceGetComputeRunningProcesses_v3"},
+      {reinterpret_cast<void**>(&nvml->running_processes),
+       "nvmlDeviceGetComputeRunningProcesses_v3"},
       {reinterpret_cast<void**>(&nvml->utilization), "nvmlDeviceGetUtilizationRates"},
   };
   for (auto& entry : entries) {

@@ -80,10 +80,11 @@ TEST_CASE("one record per device, memory use from NVML", "[probe]") {
   CHECK(gpu.driver_used_calls == 0);  // no context was made for nothing
 
   nlohmann::ordered_json fields = device_fields(second);
-  CHECK(fields.dump() ==
-        R"({"index":1,"name":"NVIDIA A100-SXM4-40GB","uuid":"GPU-cd000000-0000-0000-0000-0000000000ff",)"
-        R"("mem_total_bytes":42949672960,"mem_used_bytes":5368709120,"mem_source":"nvml","sms":108,)"
-        R"("compute_capability":"8.0","simulated":false})");
+  CHECK(
+      fields.dump() ==
+      R"({"index":1,"name":"NVIDIA A100-SXM4-40GB","uuid":"GPU-cd000000-0000-0000-0000-0000000000ff",)"
+      R"("mem_total_bytes":42949672960,"mem_used_bytes":5368709120,"mem_source":"nvml","sms":108,)"
+      R"("compute_capability":"8.0","simulated":false})");
 }
 
 TEST_CASE("without NVML the simulator's counters, then the driver, give memory use", "[probe]") {

@@ -94,7 +94,8 @@ TEST_CASE("bad settings are refused with the variable and the value", "[sim]") {
       {{{"GPUSHARE_SIM_STATE", ""}}, "GPUSHARE_SIM_STATE: '' is empty"},
       {{{"GPUSHARE_SIM_MEMORY", "1GiB"}, {"GPUSHARE_SIM_CTX_OVERHEAD", "1GiB"}},
        "GPUSHARE_SIM_CTX_OVERHEAD: 1073741824 bytes leaves nothing of device 0"},
-      {{{"GPUSHARE_SIM_MANAGED_SLOWDOWN", "-1"}}, "GPUSHARE_SIM_MANAGED_SLOWDOWN: '-1' is negative"},
+      {{{"GPUSHARE_SIM_MANAGED_SLOWDOWN", "-1"}},
+       "GPUSHARE_SIM_MANAGED_SLOWDOWN: '-1' is negative"},
       {{{"GPUSHARE_SIM_MAX_PENDING", "0"}}, "GPUSHARE_SIM_MAX_PENDING: '0' is out of range"},
   };
   for (const Case& c : cases) {

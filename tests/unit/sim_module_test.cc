@@ -50,9 +50,11 @@ TEST_CASE("text module errors name the line", "[sim]") {
     const char* image;
     const char* message;
   } cases[] = {
-      {"gpushare-sim-module 1\nkernel a 10\nkernal b 10\n", "line 3: expected 'kernel NAME MICROSECONDS'"},
+      {"gpushare-sim-module 1\nkernel a 10\nkernal b 10\n",
+       "line 3: expected 'kernel NAME MICROSECONDS'"},
       {"gpushare-sim-module 1\nkernel a\n", "line 2: expected a duration in whole microseconds"},
-      {"gpushare-sim-module 1\nkernel a 1.5\n", "line 2: expected a duration in whole microseconds"},
+      {"gpushare-sim-module 1\nkernel a 1.5\n",
+       "line 2: expected a duration in whole microseconds"},
       {"gpushare-sim-module 1\nkernel 9a 10\n", "line 2: expected a kernel name"},
       {"gpushare-sim-module 1\nkernel a 10\nkernel a 20\n", "line 3: kernel declared twice"},
       {"gpushare-sim-module 2\nkernel a 10\n", "line 1: unsupported text module version"},

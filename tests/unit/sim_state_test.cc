@@ -92,13 +92,15 @@ TEST_CASE("a foreign, truncated, outdated or corrupt state file is refused by na
   SECTION("another layout version") {
     state.open()->header.layout_version = kStateLayoutVersion + 1;
     state.file.close();
-    CHECK(state.open_error().find("has state layout version 2, but this simulator reads version 1") !=
-          std::string::npos);
+    CHECK(
+        state.open_error().find("has state layout version 2, but this simulator reads version 1") !=
+        std::string::npos);
   }
   SECTION("impossible contents") {
     state.open()->header.device_count = 99;
     state.file.close();
-    CHECK(state.open_error().find("corrupt state (device count out of range)") != std::string::npos);
+    CHECK(state.open_error().find("corrupt state (device count out of range)") !=
+          std::string::npos);
   }
   SECTION("a directory") {
     std::snprintf(state.config.state_path, sizeof state.config.state_path, "%s", state.directory);

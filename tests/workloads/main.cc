@@ -26,7 +26,9 @@ struct Options {
   std::string label;
 };
 
-double round3(double value) { return static_cast<double>(static_cast<long long>(value * 1000 + 0.5)) / 1000; }
+double round3(double value) {
+  return static_cast<double>(static_cast<long long>(value * 1000 + 0.5)) / 1000;
+}
 
 int run(const Options& options) {
   gpushare::JsonLinesWriter writer(std::cout);
@@ -107,8 +109,9 @@ int main(int argc, char** argv) {
   app.add_option("--blocks", workload.blocks, "Thread blocks per kernel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65535u));
-  app.add_option("--device", workload.device, "Device ordinal")->capture_default_str()->check(
-      CLI::NonNegativeNumber);
+  app.add_option("--device", workload.device, "Device ordinal")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {

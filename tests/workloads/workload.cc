@@ -9,12 +9,12 @@
 // feet shows up as a mismatch at a named offset.
 #include "workload.h"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-
-#include <cuda.h>
 
 #include "spin_ptx.h"
 
@@ -36,10 +36,9 @@ Status check(CUresult result, const std::string& call) {
   return make_error(call + ": " + cuda_error_name(result));
 }
 
-#define WORKLOAD_TRY(expression)                 \
-  do {                                           \
-    if (Status status_ = (expression); !status_) \
-      return status_.error();                    \
+#define WORKLOAD_TRY(expression)                                         \
+  do {                                                                   \
+    if (Status status_ = (expression); !status_) return status_.error(); \
   } while (0)
 
 std::string bytes_call(const char* name, std::uint64_t bytes) {
@@ -104,8 +103,8 @@ Result<CUdeviceptr> allocate(AllocKind kind, std::uint64_t bytes, CUstream strea
                          bytes_call("cuMemAllocManaged", bytes)));
       break;
     case AllocKind::kAsync:
-      WORKLOAD_TRY(check(cuMemAllocAsync(&pointer, bytes, stream),
-                         bytes_call("cuMemAllocAsync", bytes)));
+      WORKLOAD_TRY(
+          check(cuMemAllocAsync(&pointer, bytes, stream), bytes_call("cuMemAllocAsync", bytes)));
       break;
   }
   return pointer;
@@ -120,7 +119,8 @@ Status release(AllocKind kind, CUdeviceptr pointer, CUstream stream) {
 std::vector<std::uint64_t> block_offsets(std::uint64_t mem_bytes, std::uint64_t verify_bytes,
                                          std::uint64_t* block_bytes) {
   *block_bytes = std::min(kBlockBytes, mem_bytes);
-  std::uint64_t blocks = std::max<std::uint64_t>(1, std::min(verify_bytes, mem_bytes) / *block_bytes);
+  std::uint64_t blocks =
+      std::max<std::uint64_t>(1, std::min(verify_bytes, mem_bytes) / *block_bytes);
   std::uint64_t stride = mem_bytes / blocks;
   std::vector<std::uint64_t> offsets;
   for (std::uint64_t i = 0; i < blocks; ++i) {
@@ -206,21 +206,22 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
       grown = *extra;
       mem_bytes += options.grow_bytes;
       std::uint64_t touch = std::min(options.grow_bytes, kGrowTouchBytes);
-      WORKLOAD_TRY(check(cuMemsetD8Async(grown, static_cast<unsigned char>(iteration), touch,
-                                         device.stream),
-                         bytes_call("cuMemsetD8Async", touch)));
+      WORKLOAD_TRY(
+          check(cuMemsetD8Async(grown, static_cast<unsigned char>(iteration), touch, device.stream),
+                bytes_call("cuMemsetD8Async", touch)));
     }
     for (long k = 0; k < options.kernels_per_iteration; ++k) {
-      WORKLOAD_TRY(check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0,
-                                        device.stream, params, nullptr),
-                         "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) +
-                             " us)"));
+      WORKLOAD_TRY(
+          check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0, device.stream, params,
+                               nullptr),
+                "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) + " us)"));
     }
     if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));
     WORKLOAD_TRY(check(cuEventRecord(device.end, device.stream), "cuEventRecord"));
     WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
     float gpu_ms = 0;
-    WORKLOAD_TRY(check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
+    WORKLOAD_TRY(
+        check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
     double iteration_ms = ms_between(start, std::chrono::steady_clock::now());
     result.iteration_ms.push_back(iteration_ms);
     result.gpu_ms_total += gpu_ms;

@@ -17,16 +17,16 @@ struct ContextStack {
 thread_local ContextStack t_stack;
 
 constexpr std::size_t kDefaultLimits[] = {
-    1024,       // CU_LIMIT_STACK_SIZE
-    1 << 20,    // CU_LIMIT_PRINTF_FIFO_SIZE
-    8 << 20,    // CU_LIMIT_MALLOC_HEAP_SIZE
-    2,          // CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
-    2048,       // CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
-    64,         // CU_LIMIT_MAX_L2_FETCH_GRANULARITY
-    0,          // CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-    0,          // CU_LIMIT_SHMEM_SIZE
-    0,          // CU_LIMIT_CIG_ENABLED
-    0,          // CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED
+    1024,     // CU_LIMIT_STACK_SIZE
+    1 << 20,  // CU_LIMIT_PRINTF_FIFO_SIZE
+    8 << 20,  // CU_LIMIT_MALLOC_HEAP_SIZE
+    2,        // CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
+    2048,     // CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
+    64,       // CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+    0,        // CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+    0,        // CU_LIMIT_SHMEM_SIZE
+    0,        // CU_LIMIT_CIG_ENABLED
+    0,        // CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED
 };
 constexpr int kLimitCount = sizeof kDefaultLimits / sizeof kDefaultLimits[0];
 
@@ -255,8 +255,8 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext handle) {
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* handle) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *handle = t_stack.depth > 0 ? reinterpret_cast<CUcontext>(t_stack.entries[t_stack.depth - 1])
-                              : nullptr;
+  *handle =
+      t_stack.depth > 0 ? reinterpret_cast<CUcontext>(t_stack.entries[t_stack.depth - 1]) : nullptr;
   return CUDA_SUCCESS;
 }
 
@@ -392,7 +392,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* result, CUdevice device)
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) { return primary_release(device); }
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  return primary_release(device);
+}
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice device) { return primary_release(device); }
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) { return primary_reset(device); }
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice device) { return primary_reset(device); }

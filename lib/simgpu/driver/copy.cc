@@ -36,8 +36,8 @@ CUresult check_side(std::uintptr_t address, std::size_t bytes, Side side) {
 
 // Validates under the lock; returns when the copy may happen (0 for async).
 CUresult prepare(std::uintptr_t destination, Side destination_side, std::uintptr_t source,
-                 Side source_side, std::size_t bytes, CUstream handle, bool async,
-                 bool per_thread, std::int64_t* wait_until) {
+                 Side source_side, std::size_t bytes, CUstream handle, bool async, bool per_thread,
+                 std::int64_t* wait_until) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Context* ctx = nullptr;
@@ -67,7 +67,8 @@ CUresult copy(std::uintptr_t destination, Side destination_side, std::uintptr_t 
   }
   if (wait_until > 0) sleep_until(wait_until);
   if (bytes > 0) {
-    std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
+    std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source),
+                 bytes);
   }
   return CUDA_SUCCESS;
 }
@@ -77,8 +78,8 @@ std::uintptr_t host(const void* pointer) { return reinterpret_cast<std::uintptr_
 // Memsets of 1-, 2- or 4-byte elements over `height` rows of `width`
 // elements, `pitch` bytes apart (pitch = width * size for the 1D forms).
 CUresult memset_rows(CUdeviceptr destination, std::size_t pitch, unsigned value,
-                     unsigned element_bytes, std::size_t width, std::size_t height,
-                     CUstream stream, bool async, bool per_thread) {
+                     unsigned element_bytes, std::size_t width, std::size_t height, CUstream stream,
+                     bool async, bool per_thread) {
   if (destination % element_bytes != 0 || (height > 1 && pitch % element_bytes != 0)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -86,8 +87,8 @@ CUresult memset_rows(CUdeviceptr destination, std::size_t pitch, unsigned value,
   if (height > 1 && pitch < row_bytes) return CUDA_ERROR_INVALID_VALUE;
   std::size_t span = width == 0 || height == 0 ? 0 : pitch * (height - 1) + row_bytes;
   std::int64_t wait_until = 0;
-  if (CUresult status = prepare(destination, Side::kDevice, host(&value), Side::kHost, span,
-                                stream, async, per_thread, &wait_until);
+  if (CUresult status = prepare(destination, Side::kDevice, host(&value), Side::kHost, span, stream,
+                                async, per_thread, &wait_until);
       status != CUDA_SUCCESS) {
     return status;
   }
@@ -132,9 +133,8 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, bool async, bool pe
       height == 0 || width == 0 ? 0 : copy->dstPitch * (height - 1) + width;
   std::int64_t wait_until = 0;
   {
-    if (CUresult status = prepare(destination, side(copy->dstMemoryType), destination,
-                                  Side::kAny, destination_span, stream, async, per_thread,
-                                  &wait_until);
+    if (CUresult status = prepare(destination, side(copy->dstMemoryType), destination, Side::kAny,
+                                  destination_span, stream, async, per_thread, &wait_until);
         status != CUDA_SUCCESS) {
       return status;
     }
@@ -156,23 +156,25 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, bool async, bool pe
 }  // namespace
 
 // 1D copies: every ABI variant of the same four directions.
-#define SIM_COPY_SYNC(name, per_thread, dst_type, dst_side, src_type, src_side, dst_expr, src_expr) \
-  SIM_EXPORT CUresult name(dst_type dst, src_type src, size_t bytes) {                            \
-    return copy(dst_expr, dst_side, src_expr, src_side, bytes, nullptr, false, per_thread);      \
+#define SIM_COPY_SYNC(name, per_thread, dst_type, dst_side, src_type, src_side, dst_expr,   \
+                      src_expr)                                                             \
+  SIM_EXPORT CUresult name(dst_type dst, src_type src, size_t bytes) {                      \
+    return copy(dst_expr, dst_side, src_expr, src_side, bytes, nullptr, false, per_thread); \
   }
-#define SIM_COPY_ASYNC(name, per_thread, dst_type, dst_side, src_type, src_side, dst_expr, src_expr) \
-  SIM_EXPORT CUresult name(dst_type dst, src_type src, size_t bytes, CUstream stream) {            \
-    return copy(dst_expr, dst_side, src_expr, src_side, bytes, stream, true, per_thread);         \
+#define SIM_COPY_ASYNC(name, per_thread, dst_type, dst_side, src_type, src_side, dst_expr, \
+                       src_expr)                                                           \
+  SIM_EXPORT CUresult name(dst_type dst, src_type src, size_t bytes, CUstream stream) {    \
+    return copy(dst_expr, dst_side, src_expr, src_side, bytes, stream, true, per_thread);  \
   }
 
 SIM_COPY_SYNC(cuMemcpyHtoD_v2, false, CUdeviceptr, Side::kDevice, const void*, Side::kHost, dst,
               host(src))
-SIM_COPY_SYNC(cuMemcpyHtoD_v2_ptds, true, CUdeviceptr, Side::kDevice, const void*, Side::kHost,
-              dst, host(src))
+SIM_COPY_SYNC(cuMemcpyHtoD_v2_ptds, true, CUdeviceptr, Side::kDevice, const void*, Side::kHost, dst,
+              host(src))
 SIM_COPY_SYNC(cuMemcpyDtoH_v2, false, void*, Side::kHost, CUdeviceptr, Side::kDevice, host(dst),
               src)
-SIM_COPY_SYNC(cuMemcpyDtoH_v2_ptds, true, void*, Side::kHost, CUdeviceptr, Side::kDevice,
-              host(dst), src)
+SIM_COPY_SYNC(cuMemcpyDtoH_v2_ptds, true, void*, Side::kHost, CUdeviceptr, Side::kDevice, host(dst),
+              src)
 SIM_COPY_SYNC(cuMemcpyDtoD_v2, false, CUdeviceptr, Side::kDevice, CUdeviceptr, Side::kDevice, dst,
               src)
 SIM_COPY_SYNC(cuMemcpyDtoD_v2_ptds, true, CUdeviceptr, Side::kDevice, CUdeviceptr, Side::kDevice,
@@ -188,13 +190,12 @@ SIM_COPY_ASYNC(cuMemcpyDtoHAsync_v2, false, void*, Side::kHost, CUdeviceptr, Sid
                host(dst), src)
 SIM_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, true, void*, Side::kHost, CUdeviceptr, Side::kDevice,
                host(dst), src)
-SIM_COPY_ASYNC(cuMemcpyDtoDAsync_v2, false, CUdeviceptr, Side::kDevice, CUdeviceptr,
-               Side::kDevice, dst, src)
+SIM_COPY_ASYNC(cuMemcpyDtoDAsync_v2, false, CUdeviceptr, Side::kDevice, CUdeviceptr, Side::kDevice,
+               dst, src)
 SIM_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, true, CUdeviceptr, Side::kDevice, CUdeviceptr,
                Side::kDevice, dst, src)
 SIM_COPY_ASYNC(cuMemcpyAsync, false, CUdeviceptr, Side::kAny, CUdeviceptr, Side::kAny, dst, src)
-SIM_COPY_ASYNC(cuMemcpyAsync_ptsz, true, CUdeviceptr, Side::kAny, CUdeviceptr, Side::kAny, dst,
-               src)
+SIM_COPY_ASYNC(cuMemcpyAsync_ptsz, true, CUdeviceptr, Side::kAny, CUdeviceptr, Side::kAny, dst, src)
 
 static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                           size_t bytes, CUstream stream, bool async, bool per_thread) {
@@ -246,27 +247,25 @@ SIM_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* copy, CUstream 
 
 // Memsets: 1D and 2D, 8/16/32-bit, synchronous and asynchronous, each with
 // its per-thread twin.
-#define SIM_MEMSET(name, value_type, bytes_each, per_thread)                      \
-  SIM_EXPORT CUresult name(CUdeviceptr dst, value_type value, size_t count) {     \
+#define SIM_MEMSET(name, value_type, bytes_each, per_thread)                                   \
+  SIM_EXPORT CUresult name(CUdeviceptr dst, value_type value, size_t count) {                  \
     return memset_rows(dst, count * (bytes_each), value, bytes_each, count, 1, nullptr, false, \
-                       per_thread);                                               \
+                       per_thread);                                                            \
   }
 #define SIM_MEMSET_ASYNC(name, value_type, bytes_each, per_thread)                             \
   SIM_EXPORT CUresult name(CUdeviceptr dst, value_type value, size_t count, CUstream stream) { \
     return memset_rows(dst, count * (bytes_each), value, bytes_each, count, 1, stream, true,   \
                        per_thread);                                                            \
   }
-#define SIM_MEMSET_2D(name, value_type, bytes_each, per_thread)                              \
-  SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, value_type value, size_t width,    \
-                           size_t height) {                                                  \
-    return memset_rows(dst, pitch, value, bytes_each, width, height, nullptr, false,         \
-                       per_thread);                                                          \
+#define SIM_MEMSET_2D(name, value_type, bytes_each, per_thread)                                   \
+  SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, value_type value, size_t width,         \
+                           size_t height) {                                                       \
+    return memset_rows(dst, pitch, value, bytes_each, width, height, nullptr, false, per_thread); \
   }
-#define SIM_MEMSET_2D_ASYNC(name, value_type, bytes_each, per_thread)                        \
-  SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, value_type value, size_t width,    \
-                           size_t height, CUstream stream) {                                 \
-    return memset_rows(dst, pitch, value, bytes_each, width, height, stream, true,           \
-                       per_thread);                                                          \
+#define SIM_MEMSET_2D_ASYNC(name, value_type, bytes_each, per_thread)                           \
+  SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, value_type value, size_t width,       \
+                           size_t height, CUstream stream) {                                    \
+    return memset_rows(dst, pitch, value, bytes_each, width, height, stream, true, per_thread); \
   }
 
 SIM_MEMSET(cuMemsetD8_v2, unsigned char, 1, false)

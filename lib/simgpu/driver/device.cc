@@ -181,8 +181,16 @@ SIM_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice d
 SIM_EXPORT CUresult cuDeviceGetProperties(CUdevprop* properties, CUdevice device) {
   if (CUresult status = check_device(device); status != CUDA_SUCCESS) return status;
   if (properties == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *properties = CUdevprop{1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 49152, 65536, 32,
-                          2147483647, 65536, 1410000, 512};
+  *properties = CUdevprop{1024,
+                          {1024, 1024, 64},
+                          {2147483647, 65535, 65535},
+                          49152,
+                          65536,
+                          32,
+                          2147483647,
+                          65536,
+                          1410000,
+                          512};
   return CUDA_SUCCESS;
 }
 

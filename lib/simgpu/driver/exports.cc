@@ -12,12 +12,12 @@
 //     cuGetProcAddress answers from. The library is linked -Bsymbolic, so
 //     these addresses are ours even when another object (an interposer)
 //     exports the same names.
+#include "simgpu/driver/exports.h"
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-
-#include "simgpu/driver/exports.h"
 
 namespace {
 
@@ -30,20 +30,21 @@ void report_unimplemented(const char* name, int* logged) {
                              "gpushare-sim[%d]: %s is not implemented by the simulated driver\n",
                              static_cast<int>(getpid()), name);
   if (length > 0) {
-    ssize_t ignored = ::write(2, line, static_cast<std::size_t>(length) < sizeof line
-                                           ? static_cast<std::size_t>(length)
-                                           : sizeof line - 1);
+    ssize_t ignored =
+        ::write(2, line,
+                static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length)
+                                                               : sizeof line - 1);
     (void)ignored;
   }
 }
 
 }  // namespace
 
-#define GPUSHARE_DRIVER_EXPORT(name)                                             \
-  extern "C" __attribute__((weak, visibility("default"))) int name() {           \
-    static int logged;                                                           \
-    report_unimplemented(#name, &logged);                                        \
-    return kNotSupported;                                                        \
+#define GPUSHARE_DRIVER_EXPORT(name)                                   \
+  extern "C" __attribute__((weak, visibility("default"))) int name() { \
+    static int logged;                                                 \
+    report_unimplemented(#name, &logged);                              \
+    return kNotSupported;                                              \
   }
 #include "driver_exports.inc"
 #undef GPUSHARE_DRIVER_EXPORT

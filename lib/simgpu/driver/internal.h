@@ -76,17 +76,17 @@ struct Context {
   Context* next_free;
   int device;
   unsigned flags;
-  std::uint32_t serial;       ///< unique per process; names the context in the state file
+  std::uint32_t serial;  ///< unique per process; names the context in the state file
   bool primary;
-  int primary_refs;           ///< retains of a primary context
+  int primary_refs;  ///< retains of a primary context
   bool overhead_charged;
-  Stream* legacy;             ///< the NULL / CU_STREAM_LEGACY stream
+  Stream* legacy;                  ///< the NULL / CU_STREAM_LEGACY stream
   std::int64_t all_ready_ns;       ///< when all work of any stream completes
   std::int64_t blocking_ready_ns;  ///< ... of blocking streams other than legacy
   std::uint64_t managed_generation_seen;
   std::uint64_t managed_total_bytes;
   std::uint64_t managed_host_bytes;
-  std::size_t limits[16];     ///< cuCtxSetLimit values, by CUlimit
+  std::size_t limits[16];  ///< cuCtxSetLimit values, by CUlimit
 };
 
 enum class StreamKind { kUser, kLegacy, kPerThread };
@@ -100,8 +100,8 @@ struct Stream {
   unsigned flags;  ///< CU_STREAM_NON_BLOCKING or CU_STREAM_DEFAULT
   int priority;
   std::uint64_t id;
-  std::int64_t ready_ns;       ///< completion of its last work
-  std::int64_t* pending;       ///< completion times of recent kernels (back-pressure ring)
+  std::int64_t ready_ns;  ///< completion of its last work
+  std::int64_t* pending;  ///< completion times of recent kernels (back-pressure ring)
   std::uint32_t pending_next;
 };
 
@@ -190,7 +190,7 @@ struct Allocation {
   std::size_t size;
   std::size_t mapped_bytes;  ///< length of our own mmap (0 if not ours)
   AllocKind kind;
-  bool accessible;           ///< VMM: cuMemSetAccess granted read-write
+  bool accessible;  ///< VMM: cuMemSetAccess granted read-write
   Context* ctx;
   int device;
   std::uint64_t charged_bytes;

@@ -43,8 +43,7 @@ CUresult check_dims(const Dims& dims) {
       dims.block[1] > kMaxThreadsPerBlock) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  unsigned long long threads =
-      1ull * dims.block[0] * dims.block[1] * dims.block[2];
+  unsigned long long threads = 1ull * dims.block[0] * dims.block[1] * dims.block[2];
   if (threads > kMaxThreadsPerBlock) return CUDA_ERROR_INVALID_VALUE;
   if (dims.shared_bytes > 166912) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
@@ -86,8 +85,8 @@ std::int64_t managed_cost(StateLayout* layout, Context* ctx, std::int64_t durati
     ctx->managed_generation_seen = device.managed_generation;
   }
   if (ctx->managed_total_bytes == 0 || ctx->managed_host_bytes == 0) return duration_ns;
-  double host_fraction = static_cast<double>(ctx->managed_host_bytes) /
-                         static_cast<double>(ctx->managed_total_bytes);
+  double host_fraction =
+      static_cast<double>(ctx->managed_host_bytes) / static_cast<double>(ctx->managed_total_bytes);
   double factor = 1.0 + layout->header.managed_slowdown_milli / 1000.0 * host_fraction;
   return static_cast<std::int64_t>(static_cast<double>(duration_ns) * factor);
 }
@@ -188,16 +187,16 @@ SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
 
 SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
                                               unsigned int gz, unsigned int bx, unsigned int by,
-                                              unsigned int bz, unsigned int shared,
-                                              CUstream stream, void** params) {
+                                              unsigned int bz, unsigned int shared, CUstream stream,
+                                              void** params) {
   return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, nullptr, false, true);
 }
 
-SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
-                                                   unsigned int gy, unsigned int gz,
-                                                   unsigned int bx, unsigned int by,
-                                                   unsigned int bz, unsigned int shared,
-                                                   CUstream stream, void** params) {
+SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                   unsigned int gz, unsigned int bx,
+                                                   unsigned int by, unsigned int bz,
+                                                   unsigned int shared, CUstream stream,
+                                                   void** params) {
   return launch(f, dims_of(gx, gy, gz, bx, by, bz, shared), stream, params, nullptr, true, true);
 }
 
@@ -206,7 +205,7 @@ SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
   return launch_ex(config, f, params, extra, false);
 }
 
-SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
-                                          void** params, void** extra) {
+SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                          void** extra) {
   return launch_ex(config, f, params, extra, true);
 }

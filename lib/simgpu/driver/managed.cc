@@ -42,8 +42,8 @@ CUresult advise(CUdeviceptr pointer, size_t bytes, CUmem_advise advice, int devi
   if (allocation == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
-  ManagedRecord* record = managed_find(shared.layout(), allocation->managed_index, sim().pid,
-                                       allocation->managed_id);
+  ManagedRecord* record =
+      managed_find(shared.layout(), allocation->managed_index, sim().pid, allocation->managed_id);
   if (record == nullptr) return CUDA_ERROR_INVALID_VALUE;
   bool on_this_device = !to_host(device_or_cpu) && device_or_cpu == record->device;
   switch (advice) {
@@ -196,9 +196,8 @@ SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr pointer, size_t bytes, C
   return prefetch(pointer, bytes, device, stream, true);
 }
 
-SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr pointer, size_t bytes,
-                                          CUmemLocation location, unsigned int flags,
-                                          CUstream stream) {
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr pointer, size_t bytes, CUmemLocation location,
+                                          unsigned int flags, CUstream stream) {
   bool ok = false;
   int device = location_to_device(location, &ok);
   if (!ok || flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -230,7 +229,7 @@ static CUresult attach(CUstream handle, CUdeviceptr pointer, size_t bytes, unsig
   }
   // Stream association changes no residency in this model.
   return managed_range(pointer, bytes == 0 ? 1 : bytes) != nullptr ? CUDA_SUCCESS
-                                                                    : CUDA_ERROR_INVALID_VALUE;
+                                                                   : CUDA_ERROR_INVALID_VALUE;
 }
 
 SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream stream, CUdeviceptr pointer, size_t bytes,
@@ -238,7 +237,7 @@ SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream stream, CUdeviceptr pointer,
   return attach(stream, pointer, bytes, flags, false);
 }
 
-SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream stream, CUdeviceptr pointer,
-                                                size_t bytes, unsigned int flags) {
+SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream stream, CUdeviceptr pointer, size_t bytes,
+                                                unsigned int flags) {
   return attach(stream, pointer, bytes, flags, true);
 }

@@ -13,8 +13,7 @@ namespace {
 constexpr std::size_t kPitchAlignment = 512;
 constexpr unsigned kHostAllocFlags =
     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE |
-                                        CU_MEMHOSTREGISTER_DEVICEMAP |
+constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                                         CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
 
 CUresult allocate_device(CUdeviceptr* result, std::size_t bytes) {
@@ -148,7 +147,8 @@ SIM_EXPORT CUresult cuMemFreeHost(void* pointer) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Allocation* allocation = find_allocation_at(reinterpret_cast<std::uintptr_t>(pointer));
-  if (allocation == nullptr || allocation->kind != AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  if (allocation == nullptr || allocation->kind != AllocKind::kHost)
+    return CUDA_ERROR_INVALID_VALUE;
   free_allocation(allocation);
   return CUDA_SUCCESS;
 }
@@ -210,7 +210,8 @@ SIM_EXPORT CUresult cuMemHostGetFlags(unsigned int* flags, void* pointer) {
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   LocalLock lock;
   const Allocation* allocation = find_allocation(reinterpret_cast<std::uintptr_t>(pointer));
-  if (allocation == nullptr || allocation->kind != AllocKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  if (allocation == nullptr || allocation->kind != AllocKind::kHost)
+    return CUDA_ERROR_INVALID_VALUE;
   *flags = allocation->host_flags;
   return CUDA_SUCCESS;
 }
@@ -222,8 +223,8 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attrib
   LocalLock lock;
   const Allocation* allocation = find_allocation(pointer);
   if (allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  bool host = allocation->kind == AllocKind::kHost ||
-              allocation->kind == AllocKind::kHostRegistered;
+  bool host =
+      allocation->kind == AllocKind::kHost || allocation->kind == AllocKind::kHostRegistered;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
       *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(allocation->ctx);

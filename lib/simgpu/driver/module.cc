@@ -176,8 +176,8 @@ namespace gpushare::simgpu::driver {
 
 Function* lookup_function(CUfunction handle) {
   Function* function = reinterpret_cast<Function*>(handle);
-  if (function == nullptr || !sim().functions.owns(function) ||
-      function->magic != kFunctionMagic || !module_alive(function->module)) {
+  if (function == nullptr || !sim().functions.owns(function) || function->magic != kFunctionMagic ||
+      !module_alive(function->module)) {
     return nullptr;
   }
   return function;
@@ -370,8 +370,8 @@ SIM_EXPORT CUresult cuKernelGetAttribute(int* value, CUfunction_attribute attrib
   return cuFuncGetAttribute(value, attribute, reinterpret_cast<CUfunction>(handle));
 }
 
-SIM_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attribute, int value,
-                                         CUkernel handle, CUdevice) {
+SIM_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attribute, int value, CUkernel handle,
+                                         CUdevice) {
   return cuFuncSetAttribute(reinterpret_cast<CUfunction>(handle), attribute, value);
 }
 
@@ -383,8 +383,8 @@ SIM_EXPORT CUresult cuFuncSetCacheConfig(CUfunction handle, CUfunc_cache) {
 
 SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks,
                                                                          CUfunction handle,
-                                                                         int block_size,
-                                                                         size_t, unsigned int) {
+                                                                         int block_size, size_t,
+                                                                         unsigned int) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (blocks == nullptr || block_size <= 0 || block_size > 1024) return CUDA_ERROR_INVALID_VALUE;
   LocalLock lock;

@@ -92,8 +92,8 @@ CUresult allocate_async(CUdeviceptr* result, size_t bytes, CUstream stream, bool
   return allocate_from(result, bytes, pool, stream, per_thread);
 }
 
-CUresult allocate_from_pool(CUdeviceptr* result, size_t bytes, CUmemoryPool handle,
-                            CUstream stream, bool per_thread) {
+CUresult allocate_from_pool(CUdeviceptr* result, size_t bytes, CUmemoryPool handle, CUstream stream,
+                            bool per_thread) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   MemPool* pool = lookup_pool(handle);
@@ -246,7 +246,8 @@ SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool handle, CUmemPool_attribu
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-      *static_cast<int*>(value) = pool->reuse[attribute - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+      *static_cast<int*>(value) =
+          pool->reuse[attribute - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
       number = pool->release_threshold;

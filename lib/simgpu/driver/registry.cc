@@ -118,7 +118,8 @@ void free_allocation(Allocation* allocation) {
       // The bytes stay reserved (and charged) in the pool until trimmed.
       if (allocation->pool != nullptr && allocation->pool->magic == kPoolMagic) {
         MemPool* pool = allocation->pool;
-        pool->used_bytes -= allocation->size < pool->used_bytes ? allocation->size : pool->used_bytes;
+        pool->used_bytes -=
+            allocation->size < pool->used_bytes ? allocation->size : pool->used_bytes;
         pool->cached_bytes += allocation->size;
       } else {
         uncharge_device(allocation->device, allocation->size);

@@ -122,7 +122,8 @@ void log_message(const char* format, ...) {
   int body = std::vsnprintf(line + prefix, sizeof line - static_cast<std::size_t>(prefix) - 1,
                             format, arguments);
   va_end(arguments);
-  std::size_t length = static_cast<std::size_t>(prefix) + (body < 0 ? 0 : static_cast<std::size_t>(body));
+  std::size_t length =
+      static_cast<std::size_t>(prefix) + (body < 0 ? 0 : static_cast<std::size_t>(body));
   if (length > sizeof line - 2) length = sizeof line - 2;
   line[length++] = '\n';
   ssize_t ignored = ::write(2, line, length);
@@ -183,8 +184,7 @@ SIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 /// kernel time ever reserved and kernels ever launched. Returns a CUresult.
 SIM_EXPORT int gpushare_sim_device_stats(int device, unsigned long long* used_bytes,
                                          unsigned long long* total_bytes,
-                                         unsigned long long* busy_ns,
-                                         unsigned long long* kernels) {
+                                         unsigned long long* busy_ns, unsigned long long* kernels) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
   LocalLock local;

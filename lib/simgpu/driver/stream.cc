@@ -108,8 +108,7 @@ CUresult stream_synchronize(CUstream handle, bool per_thread) {
   return CUDA_SUCCESS;
 }
 
-CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags,
-                           bool per_thread) {
+CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags, bool per_thread) {
   LocalLock lock;
   Stream* stream = nullptr;
   if (CUresult status = stream_for_call(handle, per_thread, &stream); status != CUDA_SUCCESS) {
@@ -254,7 +253,9 @@ SIM_EXPORT CUresult cuStreamDestroy(CUstream handle) { return cuStreamDestroy_v2
 
 SIM_EXPORT CUresult cuStreamQuery(CUstream stream) { return stream_query(stream, false); }
 SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream stream) { return stream_query(stream, true); }
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream stream) { return stream_synchronize(stream, false); }
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
+  return stream_synchronize(stream, false);
+}
 SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) {
   return stream_synchronize(stream, true);
 }
@@ -340,8 +341,8 @@ SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, void* us
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return add_host_callback(stream, true, nullptr, fn, user_data);
 }
-SIM_EXPORT CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback,
-                                        void* user_data, unsigned int flags) {
+SIM_EXPORT CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* user_data,
+                                        unsigned int flags) {
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   return add_host_callback(stream, false, callback, nullptr, user_data);
 }
@@ -388,12 +389,14 @@ SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
   return event_record(event, stream, true);
 }
 SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags) {
-  if ((flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
   return event_record(event, stream, false);
 }
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent event, CUstream stream,
                                                 unsigned int flags) {
-  if ((flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
   return event_record(event, stream, true);
 }
 

@@ -83,14 +83,15 @@ constinit Nvml g_nvml;
 void log_error(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char* format, ...) {
   char line[1024];
-  int prefix = std::snprintf(line, sizeof line, "gpushare-sim-nvml[%d]: error: ",
-                             static_cast<int>(getpid()));
+  int prefix = std::snprintf(line, sizeof line,
+                             "gpushare-sim-nvml[%d]: error: ", static_cast<int>(getpid()));
   va_list arguments;
   va_start(arguments, format);
   int body = std::vsnprintf(line + prefix, sizeof line - static_cast<std::size_t>(prefix) - 1,
                             format, arguments);
   va_end(arguments);
-  std::size_t length = static_cast<std::size_t>(prefix) + (body > 0 ? static_cast<std::size_t>(body) : 0);
+  std::size_t length =
+      static_cast<std::size_t>(prefix) + (body > 0 ? static_cast<std::size_t>(body) : 0);
   if (length > sizeof line - 2) length = sizeof line - 2;
   line[length++] = '\n';
   ssize_t ignored = ::write(2, line, length);
@@ -141,9 +142,9 @@ void format_uuid(int device, char* text, std::size_t bytes) {
   std::uint8_t uuid[16];
   device_uuid(device, uuid);
   std::snprintf(text, bytes,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                uuid[0], uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8],
-                uuid[9], uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
+                uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9],
+                uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
 }
 
 nvmlReturn_t copy_string(const char* value, char* out, unsigned length) {
@@ -424,8 +425,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(void* handle,
   std::int64_t window = g_nvml.config.util_window_ns;
   std::uint64_t busy = busy_ns_between(g_nvml.state.layout()->devices[device], now - window, now);
   g_nvml.state.unlock();
-  std::uint64_t percent = (busy * 100 + static_cast<std::uint64_t>(window) / 2) /
-                          static_cast<std::uint64_t>(window);
+  std::uint64_t percent =
+      (busy * 100 + static_cast<std::uint64_t>(window) / 2) / static_cast<std::uint64_t>(window);
   utilization->gpu = static_cast<unsigned>(percent > 100 ? 100 : percent);
   utilization->memory = 0;
   return NVML_SUCCESS;
@@ -435,20 +436,18 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(void* handle, unsi
                                                               nvmlProcessInfo_v1_t* infos) {
   return running_processes(handle, count, infos);
 }
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(void* handle,
-                                                                 unsigned int* count,
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(void* handle, unsigned int* count,
                                                                  nvmlProcessInfo_v2_t* infos) {
   return running_processes(handle, count, infos);
 }
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void* handle,
-                                                                 unsigned int* count,
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void* handle, unsigned int* count,
                                                                  nvmlProcessInfo_v2_t* infos) {
   return running_processes(handle, count, infos);
 }
 
 // No graphics work on a simulated GPU.
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle,
-                                                                  unsigned int* count, void*) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle, unsigned int* count,
+                                                                  void*) {
   int device = 0;
   if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
