@@ -169,12 +169,19 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
 
 SIM_EXPORT CUresult cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // Answered before cuInit too, as the real driver does; the configuration
-  // may not be loaded yet, so read the one setting it needs directly.
-  SimConfig config;
-  char error[kMessageBytes];
-  *version = load_config_from_environment(&config, error, sizeof error) ? config.driver_version
-                                                                        : kDefaultDriverVersion;
+  // Answered before cuInit too, as the real driver does (the CUDA runtime
+  // asks hundreds of cuGetProcAddress questions first, each checking the
+  // version): read the one setting once and keep it.
+  static int cached;
+  int known = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (known == 0) {
+    SimConfig config;
+    char error[kMessageBytes];
+    known = load_config_from_environment(&config, error, sizeof error) ? config.driver_version
+                                                                       : kDefaultDriverVersion;
+    __atomic_store_n(&cached, known, __ATOMIC_RELAXED);
+  }
+  *version = known;
   return CUDA_SUCCESS;
 }
 
