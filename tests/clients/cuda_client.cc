@@ -21,9 +21,16 @@
 //   prefetch:device|host                 the last (managed) allocation
 //   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
 //                                        (the syncs report wall_ms)
+//   stream-priority:P                    new non-blocking stream of priority P; reports
+//                                        the priority it got
+//   kernel:spin|library|text:NAME:US     what launches run: gpushare_spin from a module
+//                                        or a library, or NAME of a text module
+//   launch-mode:plain|ex|coop            cuLaunchKernel, cuLaunchKernelEx, cooperative
 //   launch:COUNT:US                      COUNT gpushare_spin kernels of US microseconds
 //   timed:COUNT:US                       ... each followed by a stream sync; reports wall_ms
-//   events:US                            elapsed time of one kernel between two events
+//   events:US[:LEAD_US]                  elapsed time of one kernel between two events;
+//                                        after a LEAD_US kernel, everything is queued
+//                                        ahead of the host, so host delays do not count
 //   resolve:NAME:VERSION[:FLAGS]         cuGetProcAddress_v2; reports the symbol found
 //   nvml                                 NVML memory and processes of device 0
 //   stub:NAME                            call NAME with no arguments through dlsym; only
@@ -59,8 +66,12 @@ struct Held {
   void* host = nullptr;
 };
 
+enum class LaunchMode { kPlain, kEx, kCooperative };
+
 struct Client {
   Api api{};
+  CUfunction function = nullptr;  ///< what launch, timed and events run
+  LaunchMode mode = LaunchMode::kPlain;
   CUdevice device = 0;
   CUcontext created = nullptr;
   CUstream stream = nullptr;
@@ -116,12 +127,63 @@ CUresult load_spin(Client& client) {
                                         gpushare::workload::kSpinKernelName);
 }
 
+// The kernel launches run: gpushare_spin from a module unless chosen.
+CUresult ensure_kernel(Client& client) {
+  if (client.function != nullptr) return CUDA_SUCCESS;
+  CUresult status = load_spin(client);
+  if (status == CUDA_SUCCESS) client.function = client.spin;
+  return status;
+}
+
 CUresult launch_spin(Client& client, unsigned long long micros) {
-  if (CUresult status = load_spin(client); status != CUDA_SUCCESS) return status;
+  if (CUresult status = ensure_kernel(client); status != CUDA_SUCCESS) return status;
   unsigned long long nanos = micros * 1000;
   void* params[] = {&nanos};
-  return client.api.cuLaunchKernel(client.spin, 1, 1, 1, 1, 1, 1, 0, client.stream, params,
+  switch (client.mode) {
+    case LaunchMode::kEx: {
+      CUlaunchConfig config{};
+      config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+      config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+      config.hStream = client.stream;
+      return client.api.cuLaunchKernelEx(&config, client.function, params, nullptr);
+    }
+    case LaunchMode::kCooperative:
+      return client.api.cuLaunchCooperativeKernel(client.function, 1, 1, 1, 1, 1, 1, 0,
+                                                  client.stream, params);
+    case LaunchMode::kPlain:
+      break;
+  }
+  return client.api.cuLaunchKernel(client.function, 1, 1, 1, 1, 1, 1, 0, client.stream, params,
                                    nullptr);
+}
+
+// kernel:spin | kernel:library | kernel:text:NAME:US
+CUresult choose_kernel(Client& client, const std::vector<std::string>& args) {
+  const Api& api = client.api;
+  if (args[1] == "spin") {
+    CUresult status = load_spin(client);
+    if (status == CUDA_SUCCESS) client.function = client.spin;
+    return status;
+  }
+  if (args[1] == "library") {
+    CUlibrary library = nullptr;
+    CUkernel kernel = nullptr;
+    CUresult status = api.cuLibraryLoadData(&library, gpushare::workload::kSpinPtx, nullptr,
+                                            nullptr, 0, nullptr, nullptr, 0);
+    if (status == CUDA_SUCCESS) {
+      status = api.cuLibraryGetKernel(&kernel, library, gpushare::workload::kSpinKernelName);
+    }
+    // A CUkernel may be launched where a CUfunction is expected.
+    if (status == CUDA_SUCCESS) client.function = reinterpret_cast<CUfunction>(kernel);
+    return status;
+  }
+  // The simulator's own text module format.
+  std::string image = "gpushare-sim-module 1\nkernel " + args[2] + " " + args[3] + "\n";
+  CUmodule module = nullptr;
+  CUresult status = api.cuModuleLoadData(&module, image.c_str());
+  if (status == CUDA_SUCCESS)
+    status = api.cuModuleGetFunction(&client.function, module, args[2].c_str());
+  return status;
 }
 
 CUmemAllocationProp device_properties(CUdevice device) {
@@ -405,6 +467,35 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
                   : api.cuMemPrefetchAsync_v2(held.pointer, held.bytes, location, 0, client.stream);
   } else if (name == "stream") {
     *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
+  } else if (name == "stream-priority") {
+    long long priority = 0;
+    if (args.size() != 2) return false;
+    char* end = nullptr;
+    priority = std::strtoll(args[1].c_str(), &end, 10);
+    if (*end != '\0') return false;
+    *result = api.cuStreamCreateWithPriority(&client.stream, CU_STREAM_NON_BLOCKING,
+                                             static_cast<int>(priority));
+    int actual = 0;
+    if (*result == CUDA_SUCCESS) *result = api.cuStreamGetPriority(client.stream, &actual);
+    field_raw(client, "priority", std::to_string(actual));
+  } else if (name == "kernel") {
+    if (args.size() < 2 ||
+        (args[1] != "spin" && args[1] != "library" && (args[1] != "text" || args.size() != 4))) {
+      return false;
+    }
+    *result = choose_kernel(client, args);
+  } else if (name == "launch-mode") {
+    if (args.size() != 2) return false;
+    if (args[1] == "plain") {
+      client.mode = LaunchMode::kPlain;
+    } else if (args[1] == "ex") {
+      client.mode = LaunchMode::kEx;
+    } else if (args[1] == "coop") {
+      client.mode = LaunchMode::kCooperative;
+    } else {
+      return false;
+    }
+    *result = CUDA_SUCCESS;
   } else if (name == "sync" || name == "stream-sync") {
     auto start = std::chrono::steady_clock::now();
     *result = name == "sync" ? api.cuCtxSynchronize() : api.cuStreamSynchronize(client.stream);
@@ -424,12 +515,15 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     field(client, "kernel_us", b);
     if (name == "timed") field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
   } else if (name == "events") {
-    if (!number_arg(1, 1000, &a)) return false;
+    if (!number_arg(1, 1000, &a) || !number_arg(2, 0, &b)) return false;
     CUevent start = nullptr, end = nullptr;
     float elapsed = 0;
     // Loaded first, so the module load does not fall between the events.
-    *result = load_spin(client);
+    *result = ensure_kernel(client);
     if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&start, CU_EVENT_DEFAULT);
+    // A lead kernel queues both events and the kernel ahead of the host, so
+    // the host's own delays (a loaded machine) do not fall between them.
+    if (*result == CUDA_SUCCESS && b > 0) *result = launch_spin(client, b);
     if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&end, CU_EVENT_DEFAULT);
     if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(start, client.stream);
     if (*result == CUDA_SUCCESS) *result = launch_spin(client, a);
