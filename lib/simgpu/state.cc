@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -163,6 +164,62 @@ void device_uuid(int index, std::uint8_t uuid[16]) {
   }
   uuid[6] = static_cast<std::uint8_t>((uuid[6] & 0x0f) | 0x40);
   uuid[8] = static_cast<std::uint8_t>((uuid[8] & 0x3f) | 0x80);
+}
+
+void format_device_uuid(int index, char* text, std::size_t bytes) {
+  std::uint8_t u[16];
+  device_uuid(index, u);
+  std::snprintf(text, bytes,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                u[14], u[15]);
+}
+
+int parse_visible_devices(const char* text, int physical_count, int visible[kMaxDevices]) {
+  if (text == nullptr) {
+    for (int i = 0; i < physical_count; ++i) visible[i] = i;
+    return physical_count;
+  }
+  int count = 0;
+  const char* cursor = text;
+  while (*cursor != '\0' && count < kMaxDevices) {
+    const char* end = std::strchr(cursor, ',');
+    if (end == nullptr) end = cursor + std::strlen(cursor);
+    const char* first = cursor;
+    const char* last = end;
+    while (first < last && (*first == ' ' || *first == '\t')) ++first;
+    while (last > first && (last[-1] == ' ' || last[-1] == '\t')) --last;
+    std::size_t length = static_cast<std::size_t>(last - first);
+    int device = -1;
+    if (length > 0 && length < 48 && strncasecmp(first, "GPU-", 4) == 0) {
+      for (int i = 0; i < physical_count; ++i) {
+        char uuid[48];
+        format_device_uuid(i, uuid, sizeof uuid);
+        if (strncasecmp(uuid, first, length) != 0) continue;
+        if (device >= 0) {  // a prefix of two UUIDs names neither
+          device = -1;
+          break;
+        }
+        device = i;
+      }
+    } else if (length > 0 && length < 4) {
+      int value = 0;
+      bool digits = true;
+      for (const char* c = first; c < last; ++c) {
+        digits = digits && *c >= '0' && *c <= '9';
+        value = value * 10 + (*c - '0');
+      }
+      if (digits && value < physical_count) device = value;
+    }
+    for (int i = 0; i < count && device >= 0; ++i) {
+      if (visible[i] == device) device = -1;
+    }
+    if (device < 0) break;  // the list ends here
+    visible[count++] = device;
+    if (*end == '\0') break;
+    cursor = end + 1;
+  }
+  return count;
 }
 
 void initialise_layout(StateLayout* layout, const SimConfig& config) {

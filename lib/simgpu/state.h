@@ -207,6 +207,15 @@ std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, s
 
 /// The deterministic UUID of simulated device `index`.
 void device_uuid(int index, std::uint8_t uuid[16]);
+/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as NVML writes it.
+void format_device_uuid(int index, char* text, std::size_t bytes);
+
+/// Which of `physical_count` devices a process sees, in order, following
+/// CUDA_VISIBLE_DEVICES: `text` null (unset) means all; otherwise a comma-
+/// separated list of ordinals or UUIDs ("GPU-...", or a prefix naming one
+/// device), which ends at the first entry that names no device or repeats
+/// one, as with the real driver. Returns how many are visible.
+int parse_visible_devices(const char* text, int physical_count, int visible[kMaxDevices]);
 
 /// CLOCK_MONOTONIC in nanoseconds: the timeline's clock.
 std::int64_t monotonic_ns();

@@ -37,3 +37,15 @@ GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=4GiB,2GiB expect_exit 0 "$client" ini
   "$((4 << 30)) $((2 << 30)) " ] || fail "per-device memory sizes are wrong"
 [ "$(free_list)" = "724 " ] || fail "device 1: $(free_list)MiB free, want 724"
 expect_grep '"step":"total","result":"CUDA_ERROR_INVALID_DEVICE"' "$scratch/out"
+
+# CUDA_VISIBLE_DEVICES (what gpushare-run --gpu sets) picks the devices: the
+# one visible as ordinal 0 here is device 1, with its 2 GiB and its charges.
+GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=4GiB,2GiB CUDA_VISIBLE_DEVICES=1 \
+  expect_exit 0 "$client" init devices total:0 ctx alloc:plain:1GiB info nvml
+[ "$(jq -r 'select(.step=="devices") | .devices' "$scratch/out")" = 1 ] || fail "more than one device visible"
+[ "$(jq -r 'select(.step=="total") | .total_bytes' "$scratch/out")" = $((2 << 30)) ] ||
+  fail "ordinal 0 is not device 1"
+[ "$(free_list)" = "724 " ] || fail "CUDA_VISIBLE_DEVICES=1: $(free_list)MiB free, want 724"
+GPUSHARE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=7 expect_exit 1 "$client" init
+expect_grep '"result":"CUDA_ERROR_NO_DEVICE"' "$scratch/out"
+expect_grep "CUDA_VISIBLE_DEVICES='7' shows none of the 2 simulated devices" "$scratch/err"

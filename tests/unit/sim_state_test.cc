@@ -300,3 +300,26 @@ TEST_CASE("indices scribbled over in a live state file are clamped, not followed
   detach_process(layout, slot);
   CHECK(layout->header.managed_high_water == 0);
 }
+
+TEST_CASE("CUDA_VISIBLE_DEVICES picks and orders devices as the driver does", "[sim]") {
+  int visible[kMaxDevices];
+  auto parse = [&](const char* text) {
+    int count = parse_visible_devices(text, 3, visible);
+    std::string list;
+    for (int i = 0; i < count; ++i) list += std::to_string(visible[i]) + " ";
+    return list;
+  };
+  CHECK(parse(nullptr) == "0 1 2 ");
+  CHECK(parse("") == "");
+  CHECK(parse("2,0") == "2 0 ");
+  CHECK(parse(" 1 , 0") == "1 0 ");
+  CHECK(parse("1,5,0") == "1 ");  // the list ends at the first device that does not exist
+  CHECK(parse("1,1,0") == "1 ");  // ... or repeats
+  CHECK(parse("x") == "");
+  char uuid[48];
+  format_device_uuid(2, uuid, sizeof uuid);
+  CHECK(parse(uuid) == "2 ");
+  std::string prefix = std::string(uuid).substr(0, 10);
+  CHECK(parse((prefix + ",0").c_str()) == "2 0 ");
+  CHECK(parse("GPU-") == "");  // a prefix of every UUID names none
+}

@@ -90,10 +90,13 @@ CUresult create_context(int device, unsigned flags, Context** out) {
   return CUDA_SUCCESS;
 }
 
-CUresult check_device(CUdevice device) {
-  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
+// Validates an API ordinal and replaces it with the device's index in the
+// state file, which contexts keep.
+CUresult check_device(CUdevice& device) {
+  int physical = 0;
+  CUresult status = physical_device(device, &physical);
+  if (status == CUDA_SUCCESS) device = physical;
+  return status;
 }
 
 CUresult push(Context* ctx) {
@@ -265,7 +268,7 @@ SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
-  *device = ctx->device;
+  *device = visible_device(ctx->device);
   return CUDA_SUCCESS;
 }
 
@@ -275,7 +278,7 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext handle) {
   LocalLock lock;
   Context* ctx = nullptr;
   if (CUresult status = context_or_current(handle, &ctx); status != CUDA_SUCCESS) return status;
-  *device = ctx->device;
+  *device = visible_device(ctx->device);
   return CUDA_SUCCESS;
 }
 

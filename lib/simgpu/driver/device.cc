@@ -23,10 +23,12 @@ constexpr ErrorName kErrorNames[] = {
 };
 
 CUresult check_device(CUdevice device) {
-  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
+  int physical = 0;
+  return physical_device(device, &physical);
 }
+
+// The device's index in the state file; only after check_device succeeded.
+int physical_of(CUdevice device) { return sim().visible[device]; }
 
 // Values that do not depend on the device, for an A100 (sm_80).
 struct Attribute {
@@ -98,7 +100,8 @@ constexpr Attribute kFixedAttributes[] = {
     {CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 0},
 };
 
-int pci_bus(CUdevice device) { return 0x10 + device; }
+// By the device's index in the state file, as NVML numbers buses too.
+int pci_bus(int physical) { return 0x10 + physical; }
 
 }  // namespace
 
@@ -128,7 +131,7 @@ SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
   if (CUresult status = check_device(device); status != CUDA_SUCCESS) return status;
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::uint8_t bytes[16];
-  device_uuid(device, bytes);
+  device_uuid(physical_of(device), bytes);
   std::memcpy(uuid->bytes, bytes, sizeof bytes);
   return CUDA_SUCCESS;
 }
@@ -140,7 +143,7 @@ SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
   if (CUresult status = check_device(device); status != CUDA_SUCCESS) return status;
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *bytes = sim().state.layout()->devices[device].memory_bytes;
+  *bytes = sim().state.layout()->devices[physical_of(device)].memory_bytes;
   return CUDA_SUCCESS;
 }
 
@@ -152,10 +155,10 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribut
   }
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *value = static_cast<int>(sim().state.layout()->devices[device].sms);
+      *value = static_cast<int>(sim().state.layout()->devices[physical_of(device)].sms);
       return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-      *value = pci_bus(device);
+      *value = pci_bus(physical_of(device));
       return CUDA_SUCCESS;
     default:
       break;
@@ -197,7 +200,8 @@ SIM_EXPORT CUresult cuDeviceGetProperties(CUdevprop* properties, CUdevice device
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* bus_id, int length, CUdevice device) {
   if (CUresult status = check_device(device); status != CUDA_SUCCESS) return status;
   if (bus_id == nullptr || length <= 0) return CUDA_ERROR_INVALID_VALUE;
-  std::snprintf(bus_id, static_cast<std::size_t>(length), "0000:%02x:00.0", pci_bus(device));
+  std::snprintf(bus_id, static_cast<std::size_t>(length), "0000:%02x:00.0",
+                pci_bus(physical_of(device)));
   return CUDA_SUCCESS;
 }
 
@@ -210,7 +214,8 @@ SIM_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* device, const char* bus_id) 
     return CUDA_ERROR_INVALID_VALUE;
   }
   for (int i = 0; i < sim().device_count; ++i) {
-    if (domain == 0 && slot == 0 && function == 0 && static_cast<int>(bus) == pci_bus(i)) {
+    if (domain == 0 && slot == 0 && function == 0 &&
+        static_cast<int>(bus) == pci_bus(physical_of(i))) {
       *device = i;
       return CUDA_SUCCESS;
     }

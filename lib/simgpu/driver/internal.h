@@ -218,8 +218,9 @@ struct Driver {
   StateFile state;
   int slot = -1;
   std::int32_t pid = 0;
-  int device_count = 0;
-  Context* primary[kMaxDevices] = {};
+  int device_count = 0;                ///< visible devices (CUDA_VISIBLE_DEVICES)
+  int visible[kMaxDevices] = {};       ///< CUdevice ordinal -> device in the state file
+  Context* primary[kMaxDevices] = {};  ///< by device in the state file
   MemPool* default_pool[kMaxDevices] = {};
   MemPool* current_pool[kMaxDevices] = {};
   std::uint32_t next_serial = 0;
@@ -246,6 +247,14 @@ Driver& sim();
 
 /// CUDA_SUCCESS once cuInit succeeded in this process; else NOT_INITIALIZED.
 CUresult enter();
+
+// Device numbers: API calls take and return CUdevice ordinals of the
+// devices CUDA_VISIBLE_DEVICES shows; contexts, pools and the state file use
+// the device's index in the state file ("physical").
+/// enter(), then the physical device of an ordinal (INVALID_DEVICE if none).
+CUresult physical_device(CUdevice device, int* physical);
+/// The ordinal under which a physical device is visible, or -1.
+CUdevice visible_device(int physical);
 
 /// Writes "gpushare-sim[PID]: MESSAGE" to stderr in one write.
 void log_message(const char* format, ...) __attribute__((format(printf, 1, 2)));

@@ -32,11 +32,15 @@ Allocation* managed_range(CUdeviceptr pointer, std::size_t bytes) {
 // CU_DEVICE_CPU / a host location means the host; else a device ordinal.
 bool to_host(int device_or_cpu) { return device_or_cpu == CU_DEVICE_CPU; }
 
-CUresult advise(CUdeviceptr pointer, size_t bytes, CUmem_advise advice, int device_or_cpu) {
+// An API device ordinal (or CU_DEVICE_CPU) as a state-file index (or CPU).
+CUresult to_physical(int* device_or_cpu) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (!to_host(device_or_cpu) && (device_or_cpu < 0 || device_or_cpu >= sim().device_count)) {
-    return CUDA_ERROR_INVALID_DEVICE;
-  }
+  if (to_host(*device_or_cpu)) return CUDA_SUCCESS;
+  return physical_device(*device_or_cpu, device_or_cpu);
+}
+
+CUresult advise(CUdeviceptr pointer, size_t bytes, CUmem_advise advice, int device_or_cpu) {
+  if (CUresult status = to_physical(&device_or_cpu); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Allocation* allocation = managed_range(pointer, bytes);
   if (allocation == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -90,10 +94,7 @@ int location_to_device(const CUmemLocation& location, bool* ok) {
 
 CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream handle,
                   bool per_thread) {
-  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (!to_host(device_or_cpu) && (device_or_cpu < 0 || device_or_cpu >= sim().device_count)) {
-    return CUDA_ERROR_INVALID_DEVICE;
-  }
+  if (CUresult status = to_physical(&device_or_cpu); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;

@@ -243,7 +243,7 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attrib
       *static_cast<unsigned*>(data) = allocation->kind == AllocKind::kManaged;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      *static_cast<int*>(data) = allocation->device;
+      *static_cast<int*>(data) = visible_device(allocation->device);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
       *static_cast<CUdeviceptr*>(data) = allocation->base;

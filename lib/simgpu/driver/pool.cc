@@ -166,8 +166,10 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* result, const CUmemPoolProps* 
       properties->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  int device = properties->location.id;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
+  int device = 0;
+  if (CUresult status = physical_device(properties->location.id, &device); status != CUDA_SUCCESS) {
+    return status;
+  }
   LocalLock lock;
   MemPool* pool = new_pool(device, false);
   if (pool == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -274,7 +276,7 @@ SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool handle, CUmemPool_attribu
 SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* result, CUdevice device) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (result == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult status = physical_device(device, &device); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   MemPool* pool = device_default_pool(device);
   if (pool == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -285,7 +287,7 @@ SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* result, CUdevice dev
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* result, CUdevice device) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (result == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult status = physical_device(device, &device); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   MemPool* pool = sim().current_pool[device];
   if (pool == nullptr || pool->magic != kPoolMagic) pool = device_default_pool(device);
@@ -296,7 +298,7 @@ SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* result, CUdevice device) {
 
 SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice device, CUmemoryPool handle) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (CUresult status = physical_device(device, &device); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   MemPool* pool = lookup_pool(handle);
   if (pool == nullptr || pool->device != device) return CUDA_ERROR_INVALID_VALUE;

@@ -9,6 +9,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 #include "simgpu/driver/internal.h"
 
@@ -71,9 +72,17 @@ CUresult initialise(Driver& d) {
       mismatch = true;
     }
   }
-  d.slot = attach_process(layout, d.pid, start_ticks, name);
-  d.device_count = static_cast<int>(layout->header.device_count);
+  int physical_count = static_cast<int>(layout->header.device_count);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  d.device_count = parse_visible_devices(visible, physical_count, d.visible);
+  d.slot = d.device_count > 0 ? attach_process(layout, d.pid, start_ticks, name) : -1;
   d.state.unlock();
+  if (d.device_count == 0) {
+    std::snprintf(error, sizeof error,
+                  "CUDA_VISIBLE_DEVICES='%.100s' shows none of the %d simulated devices", visible,
+                  physical_count);
+    return fail_init(d, CUDA_ERROR_NO_DEVICE, error);
+  }
   if (mismatch) {
     log_message(
         "warning: GPUSHARE_SIM_* settings differ from those of the simulated GPU in use (%s); "
@@ -107,6 +116,20 @@ __attribute__((destructor)) void on_unload() {
 }  // namespace
 
 Driver& sim() { return g_driver; }
+
+CUresult physical_device(CUdevice device, int* physical) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (device < 0 || device >= g_driver.device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *physical = g_driver.visible[device];
+  return CUDA_SUCCESS;
+}
+
+CUdevice visible_device(int physical) {
+  for (int i = 0; i < g_driver.device_count; ++i) {
+    if (g_driver.visible[i] == physical) return i;
+  }
+  return -1;
+}
 
 CUresult enter() {
   int state = __atomic_load_n(&g_driver.init_state, __ATOMIC_ACQUIRE);
@@ -192,13 +215,13 @@ SIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 SIM_EXPORT int gpushare_sim_device_stats(int device, unsigned long long* used_bytes,
                                          unsigned long long* total_bytes,
                                          unsigned long long* busy_ns, unsigned long long* kernels) {
-  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  if (device < 0 || device >= sim().device_count) return CUDA_ERROR_INVALID_DEVICE;
+  int physical = 0;
+  if (CUresult status = physical_device(device, &physical); status != CUDA_SUCCESS) return status;
   LocalLock local;
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
-  const DeviceState& state = shared.layout()->devices[device];
-  if (used_bytes != nullptr) *used_bytes = device_used(shared.layout(), device);
+  const DeviceState& state = shared.layout()->devices[physical];
+  if (used_bytes != nullptr) *used_bytes = device_used(shared.layout(), physical);
   if (total_bytes != nullptr) *total_bytes = state.memory_bytes;
   if (busy_ns != nullptr) *busy_ns = state.busy_ns;
   if (kernels != nullptr) *kernels = state.kernels;

@@ -329,7 +329,7 @@ SIM_EXPORT CUresult cuStreamGetDevice(CUstream handle, CUdevice* device) {
   if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
     return status;
   }
-  *device = stream->ctx->device;
+  *device = visible_device(stream->ctx->device);
   return CUDA_SUCCESS;
 }
 

@@ -37,6 +37,9 @@ bool valid_device_location(const CUmemLocation& location) {
          location.id < sim().device_count;
 }
 
+// The state-file index of a validated device location.
+int physical_of(const CUmemLocation& location) { return sim().visible[location.id]; }
+
 bool overlaps_allocation(std::uintptr_t base, std::size_t size) {
   const Driver& d = sim();
   for (std::size_t i = 0; i < d.allocation_count; ++i) {
@@ -105,7 +108,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
       !valid_device_location(properties->location)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  int device = properties->location.id;
+  int device = physical_of(properties->location);
   LocalLock lock;
   if (CUresult status = charge_device(device, size); status != CUDA_SUCCESS) return status;
   int memfd = memfd_create("gpushare-sim-vmm", MFD_CLOEXEC);
@@ -281,6 +284,6 @@ SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* 
   std::memset(properties, 0, sizeof *properties);
   properties->type = CU_MEM_ALLOCATION_TYPE_PINNED;
   properties->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  properties->location.id = vmm->device;
+  properties->location.id = visible_device(vmm->device);
   return CUDA_SUCCESS;
 }

@@ -138,15 +138,6 @@ nvmlReturn_t check(void* handle, int* device) {
   return *device < 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
 }
 
-void format_uuid(int device, char* text, std::size_t bytes) {
-  std::uint8_t uuid[16];
-  device_uuid(device, uuid);
-  std::snprintf(text, bytes,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
-                uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9],
-                uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
-}
-
 nvmlReturn_t copy_string(const char* value, char* out, unsigned length) {
   if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (std::strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -314,7 +305,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, void** devi
   if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   for (int i = 0; i < g_nvml.device_count; ++i) {
     char text[64];
-    format_uuid(i, text, sizeof text);
+    format_device_uuid(i, text, sizeof text);
     if (std::strcmp(text, uuid) == 0) {
       *device = &g_nvml.devices[i];
       return NVML_SUCCESS;
@@ -364,7 +355,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(void* handle, char* uuid, unsigned in
   int device = 0;
   if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
   char text[64];
-  format_uuid(device, text, sizeof text);
+  format_device_uuid(device, text, sizeof text);
   return copy_string(text, uuid, length);
 }
 
