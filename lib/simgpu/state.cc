@@ -431,7 +431,10 @@ int attach_process(StateLayout* layout, std::int32_t pid, std::uint64_t start_ti
   int free_slot = -1;
   for (int i = 0; i < kMaxProcesses; ++i) {
     ProcessSlot& slot = layout->processes[i];
-    if (slot.pid == pid && slot.start_ticks == start_ticks) return i;
+    // Our own pid and start time: left by this process before it exec()ed
+    // (a process initialises the driver once per program image). A new
+    // image holds nothing yet, as after exec on a real GPU.
+    if (slot.pid == pid && slot.start_ticks == start_ticks) detach_process(layout, i);
     if (slot.pid == 0 && free_slot < 0) free_slot = i;
   }
   if (free_slot < 0) return -1;

@@ -157,7 +157,8 @@ void initialise_layout(StateLayout* layout, const SimConfig& config);
 /// Frees the slots and managed records of dead processes; returns how many
 /// processes were reclaimed.
 int reclaim_dead(StateLayout* layout, Liveness alive);
-/// Registers a process; -1 when the table is full.
+/// Registers a process; -1 when the table is full. A slot this very process
+/// held before an exec() is emptied first.
 int attach_process(StateLayout* layout, std::int32_t pid, std::uint64_t start_ticks,
                    const char* name);
 /// Releases everything a process holds.

@@ -323,3 +323,16 @@ TEST_CASE("CUDA_VISIBLE_DEVICES picks and orders devices as the driver does", "[
   CHECK(parse((prefix + ",0").c_str()) == "2 0 ");
   CHECK(parse("GPU-") == "");  // a prefix of every UUID names none
 }
+
+TEST_CASE("a process attaching again (after exec) starts with nothing", "[sim]") {
+  TempState state;
+  StateLayout* layout = state.open();
+  int before = attach_process(layout, 1000001, 5, "before-exec");
+  REQUIRE(charge(layout, before, 0, kGiB));
+  REQUIRE(managed_add(layout, before, 0, 1, kGiB, 0, 1, true) >= 0);
+  int after = attach_process(layout, 1000001, 5, "after-exec");
+  CHECK(after >= 0);
+  CHECK(device_used(layout, 0) == 0);
+  CHECK(live_process_count(layout) == 1);
+  CHECK(std::string(layout->processes[after].name) == "after-exec");
+}
