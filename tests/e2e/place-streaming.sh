@@ -5,6 +5,8 @@
 data="$GPUSHARE_SOURCE_DIR/tests/data/place"
 
 coproc PLACE { gpushare-place -c "$data/cluster.toml"; }
+# bash unsets PLACE_PID once the coprocess is reaped: keep our own copy.
+place_pid=$PLACE_PID
 for id in a b c; do
   echo "{\"id\":\"$id\",\"tenant\":\"research\",\"class\":\"opportunistic\"}" >&"${PLACE[1]}"
   # Bounded wait for this job's answer; the next job is not sent before it.
@@ -13,4 +15,6 @@ for id in a b c; do
   [ "$(jq -r .status <<<"$answer")" = placed ] || fail "job $id not placed: $answer"
 done
 exec {PLACE[1]}>&-
-wait "$PLACE_PID" || fail "gpushare-place exited $?"
+status=0
+wait "$place_pid" || status=$?
+[ "$status" -eq 0 ] || fail "gpushare-place exited $status"
