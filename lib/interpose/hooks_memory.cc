@@ -17,6 +17,7 @@
 // Stream-ordered frees give their bytes back when enqueued.
 #include <cstring>
 
+#include "cudaapi/array_format.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
 
@@ -70,24 +71,11 @@ CUresult release_and_free(AllocationTable& table, std::uint64_t key, Free free_i
   return result;
 }
 
+// Packed, compressed and video formats have no per-channel size: charge the
+// widest element so the estimate errs on the side of the limit.
 std::uint64_t element_bytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      return 4;
-    default:
-      // Packed, compressed and video formats: charge the widest element so
-      // the estimate errs on the side of the limit.
-      return 16;
-  }
+  unsigned bytes = gpushare::cudaapi::array_format_bytes(format);
+  return bytes == 0 ? 16 : bytes;
 }
 
 std::uint64_t at_least_one(std::size_t extent) { return extent == 0 ? 1 : extent; }

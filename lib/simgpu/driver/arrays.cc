@@ -1,6 +1,7 @@
 // CUDA arrays: charged to their device like any allocation (width x height
 // x depth x channels x element size), destroyed with their context. They
 // hold no bytes: the simulator implements no array copies or textures.
+#include "cudaapi/array_format.h"
 #include "simgpu/driver/internal.h"
 
 using namespace gpushare::simgpu;
@@ -8,27 +9,11 @@ using namespace gpushare::simgpu::driver;
 
 namespace {
 
-unsigned element_bytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      return 4;
-    default:
-      return 0;
-  }
-}
+using gpushare::cudaapi::array_format_bytes;
 
 CUresult create(CUarray* result, const CUDA_ARRAY3D_DESCRIPTOR& descriptor) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  unsigned element = element_bytes(descriptor.Format);
+  unsigned element = array_format_bytes(descriptor.Format);
   unsigned channels = descriptor.NumChannels;
   if (result == nullptr || element == 0 || (channels != 1 && channels != 2 && channels != 4) ||
       descriptor.Width == 0) {
