@@ -267,70 +267,47 @@ SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsig
   return stream_wait_event(stream, event, flags, true);
 }
 
-SIM_EXPORT CUresult cuStreamGetPriority(CUstream handle, int* priority) {
-  if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
+namespace {
+
+// The stream getters: validate, find the stream under the local lock, read.
+template <class Value, class Read>
+CUresult read_stream(CUstream handle, bool per_thread, Value* out, Read read) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   LocalLock lock;
   Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
+  if (CUresult status = stream_for_call(handle, per_thread, &stream); status != CUDA_SUCCESS) {
     return status;
   }
-  *priority = stream->priority;
+  *out = read(*stream);
   return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult cuStreamGetPriority(CUstream handle, int* priority) {
+  return read_stream(handle, false, priority, [](const Stream& s) { return s.priority; });
 }
 
 SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream handle, int* priority) {
-  if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LocalLock lock;
-  Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, true, &stream); status != CUDA_SUCCESS) {
-    return status;
-  }
-  *priority = stream->priority;
-  return CUDA_SUCCESS;
+  return read_stream(handle, true, priority, [](const Stream& s) { return s.priority; });
 }
 
 SIM_EXPORT CUresult cuStreamGetFlags(CUstream handle, unsigned int* flags) {
-  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LocalLock lock;
-  Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
-    return status;
-  }
-  *flags = stream->flags;
-  return CUDA_SUCCESS;
+  return read_stream(handle, false, flags, [](const Stream& s) { return s.flags; });
 }
 
 SIM_EXPORT CUresult cuStreamGetId(CUstream handle, unsigned long long* id) {
-  if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LocalLock lock;
-  Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
-    return status;
-  }
-  *id = stream->id;
-  return CUDA_SUCCESS;
+  return read_stream(handle, false, id, [](const Stream& s) { return s.id; });
 }
 
 SIM_EXPORT CUresult cuStreamGetCtx(CUstream handle, CUcontext* ctx) {
-  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LocalLock lock;
-  Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
-    return status;
-  }
-  *ctx = reinterpret_cast<CUcontext>(stream->ctx);
-  return CUDA_SUCCESS;
+  return read_stream(handle, false, ctx,
+                     [](const Stream& s) { return reinterpret_cast<CUcontext>(s.ctx); });
 }
 
 SIM_EXPORT CUresult cuStreamGetDevice(CUstream handle, CUdevice* device) {
-  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  LocalLock lock;
-  Stream* stream = nullptr;
-  if (CUresult status = stream_for_call(handle, false, &stream); status != CUDA_SUCCESS) {
-    return status;
-  }
-  *device = visible_device(stream->ctx->device);
-  return CUDA_SUCCESS;
+  return read_stream(handle, false, device,
+                     [](const Stream& s) { return visible_device(s.ctx->device); });
 }
 
 SIM_EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data) {
