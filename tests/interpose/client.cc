@@ -11,6 +11,11 @@
 //   meminfo | totalmem | nvml
 //   threads N SIZE  N threads allocate SIZE until refused; prints the total
 //   launch N        N launches of gpushare_spin (1 us) and a synchronise
+//   forks N         N times: fork while 4 threads allocate and free; the
+//                   child allocates 1 MiB and frees it (CUDA in a forked
+//                   child is undefined on real drivers: this tests that the
+//                   interposer's locks and state survive fork), prints nothing
+//                   and exits; prints the children's results by exit status
 //   hold            print "hold ready", then wait for end of input (keeps
 //                   everything allocated while a test looks from outside)
 //
@@ -20,6 +25,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -376,6 +383,39 @@ int main(int argc, char** argv) {
       }
       if (result == CUDA_SUCCESS) result = api.ctx_sync();
       std::printf("launch count=%d result=%d\n", count, static_cast<int>(result));
+    } else if (command == "forks") {
+      require(1);
+      int count = std::atoi(argv[++arg]);
+      std::atomic<bool> stop{false};
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+          api.set_current(context);
+          while (!stop.load()) {
+            CUdeviceptr pointer = 0;
+            if (api.alloc(&pointer, 4096) == CUDA_SUCCESS) api.free(pointer);
+          }
+        });
+      }
+      int exited = 0, results[4] = {0, 0, 0, 0};
+      for (int i = 0; i < count; ++i) {
+        pid_t child = fork();
+        if (child == 0) {
+          CUdeviceptr pointer = 0;
+          CUresult r = api.alloc(&pointer, 1 << 20);
+          if (r == CUDA_SUCCESS) r = api.free(pointer);
+          _exit(r == CUDA_SUCCESS ? 0 : 1);
+        }
+        int status = 0;
+        if (child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status)) {
+          ++exited;
+          ++results[WEXITSTATUS(status) & 3];
+        }
+      }
+      stop = true;
+      for (auto& thread : threads) thread.join();
+      std::printf("forks count=%d exited=%d succeeded=%d failed=%d\n", count, exited, results[0],
+                  results[1]);
     } else if (command == "hold") {
       std::printf("hold ready\n");
       std::fflush(stdout);
