@@ -321,6 +321,10 @@ bool device_range_ok(std::uintptr_t address, std::size_t bytes);
 /// Anonymous, lazily backed memory ("real copies, free huge allocations").
 void* map_memory(std::size_t bytes);
 void unmap_memory(void* address, std::size_t bytes);
+/// Maps `bytes` for `allocation` (its base, size and mapped_bytes are set
+/// here) and records it. Returns the base, or 0 when either step failed, in
+/// which case nothing stays mapped; the caller undoes its own charges.
+std::uintptr_t map_and_insert(Allocation allocation, std::size_t bytes);
 /// Charges or refunds the process's share of a device in the state file.
 CUresult charge_device(int device, std::uint64_t bytes);
 void uncharge_device(int device, std::uint64_t bytes);

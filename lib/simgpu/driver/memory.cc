@@ -23,21 +23,17 @@ CUresult allocate_device(CUdeviceptr* result, std::size_t bytes) {
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
   if (CUresult status = charge_device(ctx->device, bytes); status != CUDA_SUCCESS) return status;
-  void* memory = map_memory(bytes);
   Allocation allocation{};
-  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
-  allocation.size = bytes;
-  allocation.mapped_bytes = bytes;
   allocation.kind = AllocKind::kDevice;
   allocation.ctx = ctx;
   allocation.device = ctx->device;
   allocation.charged_bytes = bytes;
-  if (memory == nullptr || !insert_allocation(allocation)) {
-    unmap_memory(memory, bytes);
+  std::uintptr_t base = map_and_insert(allocation, bytes);
+  if (base == 0) {
     uncharge_device(ctx->device, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *result = allocation.base;
+  *result = base;
   return CUDA_SUCCESS;
 }
 
@@ -49,20 +45,14 @@ CUresult allocate_host(void** result, std::size_t bytes, unsigned flags) {
   LocalLock lock;
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
-  void* memory = map_memory(bytes);
   Allocation allocation{};
-  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
-  allocation.size = bytes;
-  allocation.mapped_bytes = bytes;
   allocation.kind = AllocKind::kHost;
   allocation.ctx = ctx;
   allocation.device = ctx->device;
   allocation.host_flags = flags;
-  if (memory == nullptr || !insert_allocation(allocation)) {
-    unmap_memory(memory, bytes);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  *result = memory;
+  std::uintptr_t base = map_and_insert(allocation, bytes);
+  if (base == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *result = reinterpret_cast<void*>(base);
   return CUDA_SUCCESS;
 }
 

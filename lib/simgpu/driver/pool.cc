@@ -59,17 +59,13 @@ CUresult allocate_from(CUdeviceptr* result, std::size_t bytes, MemPool* pool, CU
       if (CUresult retry = charge_device(pool->device, fresh); retry != CUDA_SUCCESS) return retry;
     }
   }
-  void* memory = map_memory(bytes);
   Allocation allocation{};
-  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
-  allocation.size = bytes;
-  allocation.mapped_bytes = bytes;
   allocation.kind = AllocKind::kAsync;
   allocation.ctx = ctx;
   allocation.device = pool->device;
   allocation.pool = pool;
-  if (memory == nullptr || !insert_allocation(allocation)) {
-    unmap_memory(memory, bytes);
+  std::uintptr_t base = map_and_insert(allocation, bytes);
+  if (base == 0) {
     if (fresh > 0) uncharge_device(pool->device, fresh);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -78,7 +74,7 @@ CUresult allocate_from(CUdeviceptr* result, std::size_t bytes, MemPool* pool, CU
   if (pool->used_bytes > pool->used_high) pool->used_high = pool->used_bytes;
   std::uint64_t reserved = pool->used_bytes + pool->cached_bytes;
   if (reserved > pool->reserved_high) pool->reserved_high = reserved;
-  *result = allocation.base;
+  *result = base;
   return CUDA_SUCCESS;
 }
 

@@ -91,6 +91,18 @@ void unmap_memory(void* address, std::size_t bytes) {
   if (address != nullptr && bytes > 0) munmap(address, bytes);
 }
 
+std::uintptr_t map_and_insert(Allocation allocation, std::size_t bytes) {
+  void* memory = map_memory(bytes);
+  allocation.base = reinterpret_cast<std::uintptr_t>(memory);
+  allocation.size = bytes;
+  allocation.mapped_bytes = bytes;
+  if (memory == nullptr || !insert_allocation(allocation)) {
+    unmap_memory(memory, bytes);
+    return 0;
+  }
+  return allocation.base;
+}
+
 CUresult charge_device(int device, std::uint64_t bytes) {
   Driver& d = sim();
   SharedLock shared;
