@@ -71,7 +71,8 @@ Result<InterferenceModel> parse_interference(std::string_view text, std::string_
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++number;
-    if (std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (std::size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
     line = trim(line);
     if (line.empty()) continue;
     auto where = std::string(source) + ":" + std::to_string(number) + ": ";

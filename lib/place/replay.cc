@@ -74,18 +74,21 @@ Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trac
     // memory uniform in [1/8, 1) of a GPU, mini-batch log-uniform in
     // [50, 1000) ms.
     job.util = o.job_util ? *o.job_util : 0.2 + 0.8 * uniform(o.seed, i, 1);
-    job.mem_gib = s.gpu_mem_gib * (0.125 + 0.875 * uniform(o.seed, i, 2));
+    job.mem_gib = s.gpu_mem_gib *
+                  (o.job_mem_share ? *o.job_mem_share : 0.125 + 0.875 * uniform(o.seed, i, 2));
     job.batch_ms = 50.0 * std::pow(20.0, uniform(o.seed, i, 3));
     s.jobs.push_back(job);
   }
   bool per_tenant = o.policy == ReplayPolicy::kYarnCs;
   s.queues.resize(per_tenant ? tenants.size() : 1);
-  auto quota = static_cast<std::int64_t>(std::floor(o.quota_share * static_cast<double>(total) /
-                                                    static_cast<double>(tenants.size())));
+  auto quota = static_cast<std::int64_t>(
+      std::floor(o.quota_share * static_cast<double>(total) / static_cast<double>(tenants.size())));
   s.quota.assign(tenants.size(), quota);
   s.prod.assign(tenants.size(), 0);
   s.reserver.assign(tenants.size(), -1);
-  s.tenant_gpu_s.assign(tenants.size(), 0);
+  s.waiting.assign(tenants.size(), 0);
+  s.backlog_s.assign(tenants.size(), 0);
+  s.backlog_gpu_s.assign(tenants.size(), 0);
   return {};
 }
 
@@ -150,11 +153,16 @@ void advance(sim::Sim& s, Clock& clock, double next) {
   for (std::int32_t r : s.running) {
     SimJob& job = s.jobs[static_cast<std::size_t>(r)];
     job.remaining_s -= job.rate * dt;
-    s.tenant_gpu_s[static_cast<std::size_t>(job.tenant)] += job.gpus * job.rate * dt;
+    auto t = static_cast<std::size_t>(job.tenant);
+    s.work_gpu_s += job.gpus * job.rate * dt;
+    if (s.waiting[t] > 0) s.backlog_gpu_s[t] += job.gpus * job.rate * dt;
     if (job.production) {
       job.prod_wall_s += dt;
       job.prod_work_s += job.rate * dt;
     }
+  }
+  for (std::size_t t = 0; t < s.waiting.size(); ++t) {
+    if (s.waiting[t] > 0) s.backlog_s[t] += dt;
   }
   clock.busy_gpu_s += static_cast<double>(s.busy) * dt;
   clock.frag_gpu_s += static_cast<double>(clock.frag) * dt;
@@ -199,8 +207,8 @@ Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& t
   s.now = trace.front().submit_s;
   s.timer = kInfinity;
   while (done < n) {
-    double next = std::min({arrived < n ? trace[arrived].submit_s : kInfinity, next_completion(s),
-                            s.timer});
+    double next =
+        std::min({arrived < n ? trace[arrived].submit_s : kInfinity, next_completion(s), s.timer});
     if (next == kInfinity) {
       return make_error(std::to_string(n - done) +
                         " jobs can never run on this cluster under this policy");
@@ -212,6 +220,7 @@ Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& t
     for (; arrived < n && trace[arrived].submit_s <= s.now; ++arrived) {
       auto j = static_cast<std::int32_t>(arrived);
       s.jobs[arrived].state = JobState::kQueued;
+      ++s.waiting[static_cast<std::size_t>(s.jobs[arrived].tenant)];
       s.queues[s.queues.size() == 1 ? 0 : static_cast<std::size_t>(s.jobs[arrived].tenant)]
           .push_back(j);
       changed = true;

@@ -44,6 +44,9 @@ struct ReplayOptions {
   double quota_share = 1.0;
   /// A fixed utilisation for every job instead of the distribution.
   std::optional<double> job_util;
+  /// A fixed memory for every job, as a share of a GPU's, instead of the
+  /// distribution.
+  std::optional<double> job_mem_share;
   /// Queued jobs offered at each event (exclusive, gandiva, antman).
   std::size_t window = 64;
   /// antman: a job queued this long runs opportunistic.
@@ -73,16 +76,20 @@ struct ReplayMetrics {
   double frag_gpus = 0;
   /// Share of production jobs whose mini-batch grew by at most 10 ms.
   double prod_within_10ms = 0;
-  /// Jain's index over tenants of (GPU-time share / quota share).
+  /// Jain's index over the tenants that ever waited of (the GPUs they
+  /// received on average while they had jobs waiting / their quota).
   double fairness = 0;
-  std::int64_t ot_jobs = 0;       ///< jobs that started opportunistic
-  std::int64_t upgrades = 0;      ///< opportunistic jobs made production
-  std::int64_t conversions = 0;   ///< jobs run opportunistic for queueing too long
-  std::int64_t reservations = 0;  ///< jobs that held a reservation at some point
-  std::int64_t packed = 0;        ///< jobs started packed beside another
-  std::int64_t timesliced = 0;    ///< jobs started time-slicing a GPU
-  std::int64_t migrations = 0;    ///< jobs moved to defragment
-  std::int64_t jobs = 0;          ///< jobs replayed
+  /// Effective GPU-seconds of work done (GPUs * speed, integrated): equals
+  /// the trace's GPU-seconds plus migrations' cost (not printed).
+  double work_gpu_s = 0;
+  std::int64_t ot_jobs = 0;              ///< jobs that started opportunistic
+  std::int64_t upgrades = 0;             ///< opportunistic jobs made production
+  std::int64_t conversions = 0;          ///< jobs run opportunistic for queueing too long
+  std::int64_t reservations = 0;         ///< jobs that held a reservation at some point
+  std::int64_t packed = 0;               ///< jobs started packed beside another
+  std::int64_t timesliced = 0;           ///< jobs started time-slicing a GPU
+  std::int64_t migrations = 0;           ///< jobs moved to defragment
+  std::int64_t jobs = 0;                 ///< jobs replayed
   std::vector<ReplayJobResult> results;  ///< per job, in trace order
 };
 

@@ -67,16 +67,22 @@ ReplayMetrics sim::summarise(const sim::Sim& s, double busy_gpu_s, double frag_g
     m.gpu_compute = work_gpu_s / (gpus * m.makespan_s);
     m.frag_gpus = frag_gpu_s / m.makespan_s;
   }
-  m.prod_within_10ms = prod_jobs ? static_cast<double>(prod_ok) / static_cast<double>(prod_jobs) : 1;
-  // Quotas are equal, so each tenant's share against its quota is its
-  // GPU-time against the mean.
-  double sum = 0, squares = 0;
-  for (std::size_t t = 0; t < s.tenant_gpu_s.size(); ++t) {
-    double x = s.tenant_gpu_s[t] / static_cast<double>(std::max<std::int64_t>(1, s.quota[t]));
+  m.prod_within_10ms =
+      prod_jobs ? static_cast<double>(prod_ok) / static_cast<double>(prod_jobs) : 1;
+  // Each tenant, while it had jobs waiting, against its quota: the GPUs
+  // it received on average over that time / its quota. Tenants that never
+  // waited had all they asked for and are left out.
+  double sum = 0, squares = 0, count = 0;
+  for (std::size_t t = 0; t < s.backlog_s.size(); ++t) {
+    if (s.backlog_s[t] <= 0) continue;
+    double x = s.backlog_gpu_s[t] / s.backlog_s[t] /
+               static_cast<double>(std::max<std::int64_t>(1, s.quota[t]));
     sum += x;
     squares += x * x;
+    ++count;
   }
-  m.fairness = squares > 0 ? sum * sum / (static_cast<double>(s.tenant_gpu_s.size()) * squares) : 1;
+  m.fairness = squares > 0 ? sum * sum / (count * squares) : 1;
+  m.work_gpu_s = s.work_gpu_s;
   return m;
 }
 
@@ -156,12 +162,13 @@ std::string replay_plot_svg(const std::vector<ReplayMetrics>& runs) {
   };
   auto y = [&](double share) { return height - bottom - share * (height - bottom - top); };
   static const char* const kColours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"};
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"400\" "
-                    "font-family=\"sans-serif\" font-size=\"12\">\n"
-                    "<rect width=\"640\" height=\"400\" fill=\"white\"/>\n";
+  std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"400\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"640\" height=\"400\" fill=\"white\"/>\n";
   for (double d = x0; d <= x1; ++d) {
-    svg += "<line x1=\"" + fixed(x(std::pow(10, d)), 1) + "\" y1=\"" + fixed(y(0), 1) +
-           "\" x2=\"" + fixed(x(std::pow(10, d)), 1) + "\" y2=\"" + fixed(y(1), 1) +
+    svg += "<line x1=\"" + fixed(x(std::pow(10, d)), 1) + "\" y1=\"" + fixed(y(0), 1) + "\" x2=\"" +
+           fixed(x(std::pow(10, d)), 1) + "\" y2=\"" + fixed(y(1), 1) +
            "\" stroke=\"#ddd\"/>\n<text x=\"" + fixed(x(std::pow(10, d)), 1) + "\" y=\"" +
            fixed(y(0) + 16, 1) + "\" text-anchor=\"middle\">1e" + fixed(d, 0) + "</text>\n";
   }
@@ -177,8 +184,9 @@ std::string replay_plot_svg(const std::vector<ReplayMetrics>& runs) {
       points += fixed(x(jct[index]), 1) + "," + fixed(y(share), 1) + " ";
     }
     const char* colour = kColours[r % 5];
-    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"2\" points=\"" +
-           points + "\"/>\n<text x=\"" + fixed(width - right + 10, 0) + "\" y=\"" +
+    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) +
+           "\" stroke-width=\"2\" points=\"" + points + "\"/>\n<text x=\"" +
+           fixed(width - right + 10, 0) + "\" y=\"" +
            fixed(top + 16 * static_cast<double>(r + 1), 0) + "\" fill=\"" + colour + "\">" +
            runs[r].policy + "</text>\n";
   }

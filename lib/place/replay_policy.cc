@@ -93,11 +93,10 @@ bool defragment(Sim& sim, int k) {
   }
   if (static_cast<int>(movable.size()) < need) return false;
   for (int i = 0; i < need; ++i) {
-    std::vector<std::uint32_t> to = sim.choose(1, [&](const SimGpu& gpu) {
-      return is_empty(gpu) && gpu.node != node;
-    });
-    sim.move(sim.gpus[movable[static_cast<std::size_t>(i)]].jobs[0], movable[static_cast<std::size_t>(i)],
-             to[0]);
+    std::vector<std::uint32_t> to =
+        sim.choose(1, [&](const SimGpu& gpu) { return is_empty(gpu) && gpu.node != node; });
+    sim.move(sim.gpus[movable[static_cast<std::size_t>(i)]].jobs[0],
+             movable[static_cast<std::size_t>(i)], to[0]);
   }
   return true;
 }
@@ -135,9 +134,8 @@ bool timeslice(Sim& sim, std::int32_t j) {
     if (other.gpus != job.gpus) continue;
     const SimGpu& first = sim.gpus[other.on.front()];
     if (first.jobs.size() >= fewest || (first.jobs.size() > 1 && !first.timesliced)) continue;
-    bool same = std::all_of(other.on.begin(), other.on.end(), [&](std::uint32_t g) {
-      return sim.gpus[g].jobs == first.jobs;
-    });
+    bool same = std::all_of(other.on.begin(), other.on.end(),
+                            [&](std::uint32_t g) { return sim.gpus[g].jobs == first.jobs; });
     if (same) {
       host = r;
       fewest = first.jobs.size();
@@ -163,8 +161,8 @@ void schedule_gandiva(Sim& sim) {
   for (auto it = queue.begin(); it != queue.end() && offered < sim.options.window; ++offered) {
     std::int32_t j = *it;
     const SimJob& job = sim.jobs[static_cast<std::size_t>(j)];
-    bool started = start_exclusive(sim, j) ||
-                   (defragment(sim, job.gpus) && start_exclusive(sim, j));
+    bool started =
+        start_exclusive(sim, j) || (defragment(sim, job.gpus) && start_exclusive(sim, j));
     if (!started && !pack_memo.fails(job.gpus, job.util, job.mem_gib)) {
       started = pack(sim, j);
       if (!started) pack_memo.fail(job.gpus, job.util, job.mem_gib);
@@ -254,8 +252,9 @@ void schedule_antman(Sim& sim) {
       it = queue.erase(it);
       continue;
     }
-    double crosses = threshold ? sim.jobs[static_cast<std::size_t>(*it)].trace->submit_s + *threshold
-                               : sim.timer;
+    double crosses = threshold
+                         ? sim.jobs[static_cast<std::size_t>(*it)].trace->submit_s + *threshold
+                         : sim.timer;
     if (crosses > sim.now) sim.timer = std::min(sim.timer, crosses);
     ++it;
   }

@@ -60,9 +60,8 @@ std::vector<std::uint32_t> Sim::choose(int k, const GpuFilter& ok) const {
     for (std::uint32_t g : node_gpus[n]) {
       if (ok(gpus[g])) fit[n].push_back(g);
     }
-    std::stable_sort(fit[n].begin(), fit[n].end(), [&](std::uint32_t a, std::uint32_t b) {
-      return gpus[a].util < gpus[b].util;
-    });
+    std::stable_sort(fit[n].begin(), fit[n].end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return gpus[a].util < gpus[b].util; });
     total += static_cast<std::int64_t>(fit[n].size());
   }
   if (total < k) return out;
@@ -94,6 +93,7 @@ void Sim::start(std::int32_t j, const std::vector<std::uint32_t>& on, bool produ
                 bool timesliced) {
   SimJob& job = jobs[static_cast<std::size_t>(j)];
   if (!job.reserved.empty()) unreserve(j);
+  if (job.state == JobState::kQueued) --waiting[static_cast<std::size_t>(job.tenant)];
   job.production = production;
   job.timesliced = timesliced;
   job.state = JobState::kRunning;

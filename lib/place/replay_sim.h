@@ -69,7 +69,11 @@ struct Sim {
   std::vector<std::int64_t> quota;     ///< per tenant
   std::vector<std::int64_t> prod;      ///< production + reserved GPUs per tenant
   std::vector<std::int32_t> reserver;  ///< per tenant: its reserving job or -1
-  std::vector<double> tenant_gpu_s;    ///< effective GPU-seconds received
+  std::vector<std::int64_t> waiting;   ///< queued jobs per tenant
+  /// Per tenant, while it has jobs waiting: seconds, and effective
+  /// GPU-seconds received (GPUs * speed), for fairness.
+  std::vector<double> backlog_s, backlog_gpu_s;
+  double work_gpu_s = 0;  ///< effective GPU-seconds done, all jobs
   std::vector<std::int32_t> running;
   double now = 0;
   /// The next time a policy wants to look again (antman conversions).

@@ -95,13 +95,13 @@ enum class Format { kTiresias, kPhilly };
 
 /// One data row into `jobs`, or the Error that makes it unusable.
 Error row(Format format, const std::vector<Column>& columns, std::size_t width, std::size_t i,
-        long number, std::string_view line, std::string_view source,
-        std::vector<TraceJob>* jobs) {
+          long number, std::string_view line, std::string_view source,
+          std::vector<TraceJob>* jobs) {
   std::vector<std::string_view> fields = split(line, ',');
   if (fields.size() != width) {
-    return at_line(source, number,
-                   "expected " + std::to_string(width) + " fields, found " +
-                       std::to_string(fields.size()));
+    return at_line(
+        source, number,
+        "expected " + std::to_string(width) + " fields, found " + std::to_string(fields.size()));
   }
   auto field = [&](std::size_t c) { return fields[columns[c].index]; };
   TraceJob job;
