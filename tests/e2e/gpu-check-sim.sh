@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu-check --sim runs every check's logic against the simulated GPU
 # and writes a report of the documented shape: the spin kernel's durations,
-# hook overhead, co-location, calibration next to the simulator's defaults;
-# PyTorch checks skip (the runtime cannot run on a simulated driver) and the
-# memory spill is reported not built. GPUSHARE_GPU_CHECK_SIM=1 does the same.
+# interception (with a stand-in for PyTorch), hook overhead, co-location,
+# calibration next to the simulator's defaults; the training check skips
+# (PyTorch cannot run on a simulated driver) and the memory spill is
+# reported not built. GPUSHARE_GPU_CHECK_SIM=1 does the same.
 . "$(dirname "$0")/common.inc"
 command -v python3 >/dev/null || fail "python3 is required (scripts/setup installs it)"
 
@@ -43,8 +44,16 @@ expect_grep "^(passed|failed): .*summary\.md\)$" "$scratch/stdout"
 check workload-spin '.status == "passed" and .measurements.kernel_1000us.samples == 55
   and (.measurements.kernel_1000us.median_us | . >= 1000 and . <= 1050)
   and (.measurements.kernel_10000us.median_us | . >= 10000 and . <= 10500)'
-check torch-interception '.status == "skipped" and (.summary | test("simulated GPU"))'
-check torch-training '.status == "skipped"'
+# Interception runs its job with the PyTorch stand-in (tests/gpu/standin),
+# bound through cuGetProcAddress as the CUDA runtime binds.
+check torch-interception '.status == "passed" and .details.torch_standin == true
+  and .measurements.mem_get_info_total_bytes == 4294967296
+  and .measurements.nvml_total_bytes == 4294967296
+  and .measurements.past_limit_raised == "OutOfMemoryError"
+  and .measurements.coordinator_mem_used_bytes >= .measurements.torch_reserved_bytes
+  and .measurements.torch_reserved_bytes == 2684354560
+  and .measurements.escaped_entry_points == [] and .measurements.wrapped_lines > 0'
+check torch-training '.status == "skipped" and (.summary | test("simulated GPU"))'
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
   and (.measurements.launch_overhead_ns | type == "number")
   and (.measurements.alloc_overhead_ns | type == "number")'

@@ -6,16 +6,18 @@ object on stdout; every step is recorded, none raises out.
 PyTorch reaches the driver through the CUDA runtime, which binds it with
 cuGetProcAddress: this is the binding path the simulated GPU cannot test.
 """
+import ctypes
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import torch
 
 GIB = 1 << 30
-result = {"torch": torch.__version__, "cuda": torch.version.cuda}
+result = {"torch": torch.__version__}
 OOM = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 
 
@@ -32,23 +34,37 @@ def mem_get_info():
     return {"free_bytes": free, "total_bytes": total}
 
 
+class NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
 def nvml_total():
-    """NVML's total through pynvml when it is installed (in this process:
-    the interposer answers NVML here too)."""
+    """NVML's total for this device, read in this process (the interposer
+    answers NVML here too): with pynvml when it is installed, else through
+    libnvidia-ml.so.1 directly, which every NVIDIA driver installs."""
+    index = torch.cuda.current_device()
     try:
         import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return {"via": "pynvml", "total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)}
     except ImportError:
-        return {"skipped": "pynvml is not installed"}
-    pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    return {"total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)}
+        pass
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    handle, memory = ctypes.c_void_p(), NvmlMemory()
+    for call, status in (("nvmlInit_v2", nvml.nvmlInit_v2()),
+                         ("nvmlDeviceGetHandleByIndex_v2",
+                          nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle))),
+                         ("nvmlDeviceGetMemoryInfo",
+                          nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)))):
+        if status != 0:
+            return {"via": "libnvidia-ml.so.1", "error": call, "message": f"NVML error {status}"}
+    return {"via": "libnvidia-ml.so.1", "total_bytes": memory.total}
 
 
 def allocate(gib):
-    tensor = torch.empty(int(gib * GIB), dtype=torch.uint8, device="cuda")
-    tensor.fill_(7)
-    torch.cuda.synchronize()
-    return tensor
+    return torch.empty(int(gib * GIB), dtype=torch.uint8, device="cuda")
 
 
 held = {}
@@ -61,18 +77,28 @@ def within_limit():
 
 def coordinator_view():
     """The coordinator's count of this job's memory, through gpushare-ctl:
-    every byte PyTorch reserved must be in it, or an allocation escaped."""
+    every byte PyTorch reserved must reach it, or an allocation escaped. The
+    count travels through the job's telemetry, so it is polled (at most 5 s)
+    until it covers what is reserved."""
     ctl = shutil.which("gpushare-ctl")
     if ctl is None:
         return {"skipped": "gpushare-ctl is not on PATH"}
-    done = subprocess.run([ctl, "ls"], capture_output=True, text=True, timeout=20)
-    for line in done.stdout.splitlines():
-        job = json.loads(line)
-        if job.get("pid") == os.getpid():
-            return {"mem_used_bytes": job.get("mem_used_bytes"),
-                    "mem_limit_bytes": job.get("mem_limit_bytes"),
-                    "reserved_bytes": torch.cuda.memory_reserved()}
-    return {"error": "not listed", "message": done.stdout[-300:] + done.stderr[-300:]}
+    reserved = torch.cuda.memory_reserved()
+    started = time.monotonic()
+    seen = {"error": "not listed", "message": ""}
+    while time.monotonic() - started < 5:
+        done = subprocess.run([ctl, "ls"], capture_output=True, text=True, timeout=20)
+        seen = {"error": "not listed", "message": done.stdout[-300:] + done.stderr[-300:]}
+        for line in done.stdout.splitlines():
+            job = json.loads(line)
+            if job.get("pid") == os.getpid():
+                seen = {"mem_used_bytes": job.get("mem_used_bytes"),
+                        "mem_limit_bytes": job.get("mem_limit_bytes"), "reserved_bytes": reserved,
+                        "waited_ms": round((time.monotonic() - started) * 1000)}
+        if seen.get("mem_used_bytes", 0) >= reserved:
+            break
+        time.sleep(0.05)  # polling a count that has no event to wait on
+    return seen
 
 
 def past_limit():
@@ -87,6 +113,8 @@ def retry_smaller():
     held.clear()
     torch.cuda.empty_cache()
     tensor = allocate(2)
+    tensor.fill_(7)  # memory that works, not only an address
+    torch.cuda.synchronize()
     checksum = int(tensor[:: 1 << 20].sum().item())
     return {"ok": True, "checksum": checksum, "expected": 7 * (2 * GIB >> 20)}
 
@@ -97,4 +125,5 @@ step("within_limit", within_limit)
 step("coordinator", coordinator_view)
 step("past_limit", past_limit)
 step("retry_smaller", retry_smaller)
+result["cuda"] = torch.version.cuda
 print(json.dumps(result))
