@@ -70,9 +70,13 @@ check calibration '.status == "passed"
   and .measurements.time_slice_ms.measured == null
   and (.measurements.h2d_gib_per_s.measured | . > 0)
   and (.measurements.launch_us.measured | . > 0)
-  and (.details.time_slices.error | test("simulated GPU"))'
+  and (.details.time_slices.error | test("simulated GPU"))
+  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
+  and (.details.sim_settings.GPUSHARE_SIM_MIGRATE_BANDWIDTH | test("^[0-9]+$"))'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
+  "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
 expect_grep '^\| context_memory_bytes \| 268435456(\.0)? \| 268435456(\.0)? \| "GPUSHARE_SIM_CTX_OVERHEAD" \|$' \
   "$out/summary.md"
