@@ -78,7 +78,7 @@ expect_grep '^\| calibration \| passed \|' "$out/summary.md"
 expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
   "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
-expect_grep '^\| context_memory_bytes \| 268435456(\.0)? \| 268435456(\.0)? \| "GPUSHARE_SIM_CTX_OVERHEAD" \|$' \
+expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
   "$out/summary.md"
 
 # The environment variable selects the same mode; --only runs what it names.
