@@ -87,3 +87,10 @@ expect_exit 0 env GPUSHARE_GPU_CHECK_SIM=1 "$gpu_check" --prefix "$GPUSHARE_PREF
 jq -e '.mode == "sim" and .status == "passed"
        and [.checks[].name] == ["workload-spin", "memory-spill"]' "$scratch/env/report.json" \
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
+
+# What only a real GPU runs (the training loop) is at least valid Python.
+python3 -c 'import py_compile, sys
+for path in sys.argv[2:]:
+    py_compile.compile(path, cfile=sys.argv[1], doraise=True)' "$scratch/compiled.pyc" \
+  "$GPUSHARE_SOURCE_DIR"/tests/gpu/*.py "$GPUSHARE_SOURCE_DIR/scripts/gpu-check" ||
+  fail "a program in tests/gpu does not compile"
