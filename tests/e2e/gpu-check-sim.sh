@@ -70,11 +70,15 @@ check calibration '.status == "passed"
   and .measurements.time_slice_ms.measured == null
   and (.measurements.h2d_gib_per_s.measured | . > 0)
   and (.measurements.launch_us.measured | . > 0)
-  and (.details.time_slices.error | test("simulated GPU"))'
+  and (.details.time_slices.error | test("simulated GPU"))
+  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
+  and (.details.sim_settings.GPUSHARE_SIM_MIGRATE_BANDWIDTH | test("^[0-9]+$"))'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
+  "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
-expect_grep '^\| context_memory_bytes \| 268435456(\.0)? \| 268435456(\.0)? \| "GPUSHARE_SIM_CTX_OVERHEAD" \|$' \
+expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
   "$out/summary.md"
 
 # The environment variable selects the same mode; --only runs what it names.
@@ -83,3 +87,10 @@ expect_exit 0 env GPUSHARE_GPU_CHECK_SIM=1 "$gpu_check" --prefix "$GPUSHARE_PREF
 jq -e '.mode == "sim" and .status == "passed"
        and [.checks[].name] == ["workload-spin", "memory-spill"]' "$scratch/env/report.json" \
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
+
+# What only a real GPU runs (the training loop) is at least valid Python.
+python3 -c 'import py_compile, sys
+for path in sys.argv[2:]:
+    py_compile.compile(path, cfile=sys.argv[1], doraise=True)' "$scratch/compiled.pyc" \
+  "$GPUSHARE_SOURCE_DIR"/tests/gpu/*.py "$GPUSHARE_SOURCE_DIR/scripts/gpu-check" ||
+  fail "a program in tests/gpu does not compile"
