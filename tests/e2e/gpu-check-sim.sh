@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check --sim runs every check's logic against the simulated GPU
-# and writes a report of the documented shape: the spin kernel's durations,
+# and writes a report of the documented shape: gpushare-probe against the
+# driver, the spin kernel's durations,
 # interception (with a stand-in for PyTorch), hook overhead, co-location,
 # calibration next to the simulator's defaults; the training check skips
 # (PyTorch cannot run on a simulated driver) and the memory spill is
@@ -22,8 +23,9 @@ check() {  # NAME JQ-EXPRESSION: the check's record satisfies the expression
 }
 
 jq -e '.kind == "gpu-check-report" and .version == 1 and .mode == "sim"
-       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 7
-       and ([.checks[].name] == ["workload-spin", "torch-interception", "torch-training",
+       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 8
+       and ([.checks[].name] == ["probe-device", "workload-spin", "torch-interception",
+                                 "torch-training",
                                  "hook-overhead", "colocation", "memory-spill", "calibration"])
        and all(.checks[]; .kind == "gpu-check" and .version == 1
                and (.status | IN("passed", "failed", "skipped", "not-built"))
@@ -40,6 +42,8 @@ else
 fi
 expect_grep "^(passed|failed): .*summary\.md\)$" "$scratch/stdout"
 
+check probe-device '.status == "passed" and .measurements.simulated == true
+  and .measurements.mem_total_bytes == 17179869184 and .measurements.devices == 1'
 # The simulator's spin kernel is exact, so this check must pass here.
 check workload-spin '.status == "passed" and .measurements.kernel_1000us.samples == 55
   and (.measurements.kernel_1000us.median_us | . >= 1000 and . <= 1050)
