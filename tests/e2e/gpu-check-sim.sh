@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check --sim runs every check's logic against the simulated GPU
-# and writes a report of the documented shape: the spin kernel's durations,
+# and writes a report of the documented shape: gpushare-probe against the
+# driver, the spin kernel's durations,
 # interception (with a stand-in for PyTorch), hook overhead, co-location,
 # calibration next to the simulator's defaults; the training check skips
 # (PyTorch cannot run on a simulated driver) and the memory spill is
@@ -22,8 +23,9 @@ check() {  # NAME JQ-EXPRESSION: the check's record satisfies the expression
 }
 
 jq -e '.kind == "gpu-check-report" and .version == 1 and .mode == "sim"
-       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 7
-       and ([.checks[].name] == ["workload-spin", "torch-interception", "torch-training",
+       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 8
+       and ([.checks[].name] == ["probe-device", "workload-spin", "torch-interception",
+                                 "torch-training",
                                  "hook-overhead", "colocation", "memory-spill", "calibration"])
        and all(.checks[]; .kind == "gpu-check" and .version == 1
                and (.status | IN("passed", "failed", "skipped", "not-built"))
@@ -40,6 +42,8 @@ else
 fi
 expect_grep "^(passed|failed): .*summary\.md\)$" "$scratch/stdout"
 
+check probe-device '.status == "passed" and .measurements.simulated == true
+  and .measurements.mem_total_bytes == 17179869184 and .measurements.devices == 1'
 # The simulator's spin kernel is exact, so this check must pass here.
 check workload-spin '.status == "passed" and .measurements.kernel_1000us.samples == 55
   and (.measurements.kernel_1000us.median_us | . >= 1000 and . <= 1050)
@@ -70,11 +74,15 @@ check calibration '.status == "passed"
   and .measurements.time_slice_ms.measured == null
   and (.measurements.h2d_gib_per_s.measured | . > 0)
   and (.measurements.launch_us.measured | . > 0)
-  and (.details.time_slices.error | test("simulated GPU"))'
+  and (.details.time_slices.error | test("simulated GPU"))
+  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
+  and (.details.sim_settings.GPUSHARE_SIM_MIGRATE_BANDWIDTH | test("^[0-9]+$"))'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
+  "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
-expect_grep '^\| context_memory_bytes \| 268435456(\.0)? \| 268435456(\.0)? \| "GPUSHARE_SIM_CTX_OVERHEAD" \|$' \
+expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
   "$out/summary.md"
 
 # The environment variable selects the same mode; --only runs what it names.
@@ -83,3 +91,10 @@ expect_exit 0 env GPUSHARE_GPU_CHECK_SIM=1 "$gpu_check" --prefix "$GPUSHARE_PREF
 jq -e '.mode == "sim" and .status == "passed"
        and [.checks[].name] == ["workload-spin", "memory-spill"]' "$scratch/env/report.json" \
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
+
+# What only a real GPU runs (the training loop) is at least valid Python.
+python3 -c 'import py_compile, sys
+for path in sys.argv[2:]:
+    py_compile.compile(path, cfile=sys.argv[1], doraise=True)' "$scratch/compiled.pyc" \
+  "$GPUSHARE_SOURCE_DIR"/tests/gpu/*.py "$GPUSHARE_SOURCE_DIR/scripts/gpu-check" ||
+  fail "a program in tests/gpu does not compile"

@@ -30,6 +30,16 @@ for quantity in record["quantities"]:
 slices = record.get("time_slices", {})
 details = {"driver": record["driver"], "device": record["device"],
            "time_slices": slices, "notes": {q["name"]: q["note"] for q in record["quantities"]}}
+# The settings that would make the simulator match this device, where it
+# has one (the time slice waits for the simulator to slice time).
+settings = {}
+context = measurements["context_memory_bytes"]["measured"]
+if context:
+    settings["GPUSHARE_SIM_CTX_OVERHEAD"] = str(int(context))
+bandwidth = measurements["h2d_gib_per_s"]["measured"]
+if bandwidth:
+    settings["GPUSHARE_SIM_MIGRATE_BANDWIDTH"] = str(int(bandwidth * 2**30))
+details["sim_settings"] = settings
 for quantity in record["quantities"]:
     ctx.progress(f"{quantity['name']}: measured {quantity['measured']}, "
                  f"simulator {quantity['sim_default']}")

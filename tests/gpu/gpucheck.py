@@ -150,7 +150,7 @@ def tail(text, lines=20):
 
 
 def driver_info(library):
-    """{gpu, gpus, cuda_driver_api} through the driver API of `library`, or
+    """{gpu, gpus, cuda_driver_api, mem_total_bytes} of device 0 through the driver API of `library`, or
     None when it finds no device. The simulated driver is not taken for a
     real one when it is found as libcuda.so.1: it exports
     gpushare_sim_device_stats, which no NVIDIA driver does."""
@@ -171,8 +171,11 @@ def driver_info(library):
             cuda.cuDeviceGetName(name, 256, device) != 0 or
             cuda.cuDriverGetVersion(ctypes.byref(version)) != 0):
         return None
+    total = ctypes.c_size_t(0)
+    cuda.cuDeviceTotalMem_v2(ctypes.byref(total), device)
     return {"gpu": name.value.decode(errors="replace"), "gpus": count.value,
-            "cuda_driver_api": f"{version.value // 1000}.{version.value % 1000 // 10}"}
+            "cuda_driver_api": f"{version.value // 1000}.{version.value % 1000 // 10}",
+            "mem_total_bytes": total.value}
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ driver refuses frees the cache and retries once, then raises
 OutOfMemoryError; empty_cache() gives the cache back to the driver.
 """
 import ctypes
+import os
 
 __version__ = "0.0+gpushare-standin"
 
@@ -48,6 +49,15 @@ class _Driver:
         "cuMemcpyDtoH": [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t],
     }
 
+    # The CUDA version the entry points are asked for, as a runtime built for
+    # CUDA 12 asks. GPUSHARE_STANDIN_CUDA_VERSIONS=NAME=VERSION,... asks for
+    # some at another version, so a test can reach variants the interposer
+    # does not wrap (cuMemAlloc=3000 is the 32-bit cuMemAlloc of CUDA 3.0).
+    VERSION = 12000
+    VERSIONS = dict((name, int(version)) for name, version in
+                    (item.split("=") for item in
+                     os.environ.get("GPUSHARE_STANDIN_CUDA_VERSIONS", "").split(",") if item))
+
     def __init__(self):
         library = ctypes.CDLL("libcuda.so.1")
         resolve = library.cuGetProcAddress_v2
@@ -55,7 +65,8 @@ class _Driver:
                             ctypes.c_uint64, ctypes.c_void_p]
         for name, arguments in self.SIGNATURES.items():
             pointer = ctypes.c_void_p()
-            status = resolve(name.encode(), ctypes.byref(pointer), 12000, 0, None)
+            status = resolve(name.encode(), ctypes.byref(pointer),
+                             self.VERSIONS.get(name, self.VERSION), 0, None)
             if status != CUDA_SUCCESS or not pointer.value:
                 raise RuntimeError(f"cuGetProcAddress({name}) failed: {status}")
             function = ctypes.CFUNCTYPE(ctypes.c_int, *arguments)(pointer.value)
