@@ -4,17 +4,32 @@
 //
 // Builds a cluster of N GPUs (8 per node: two NVLink groups of 4, one per
 // NUMA node; a fifth of the GPUs already run a production job, the rest have
-// mixed utilisation), then places M jobs (production, auto and
-// opportunistic, 1 to 16 GPUs, 1 to 70 GiB each) one by one and prints one
-// JSON record: total time, jobs per second, and the time per job in the
-// first and the last tenth of the jobs. If the cost per job grew with the
-// jobs already placed, the last tenth would be slower than the first.
+// mixed utilisation) and M jobs (production, auto and opportunistic, 1 to
+// 16 GPUs, 1 to 70 GiB each), and measures two things, printed as one JSON
+// record:
 //
-// Only placement is timed, not building the cluster. With --emit DIR the
-// same cluster and jobs are also written as DIR/cluster.toml and
-// DIR/jobs.jsonl, to time the gpushare-place program on them by hand.
+//   placement_*   Placer::place alone, on the cluster built in memory: total
+//                 time, jobs per second, and the time per job over the first
+//                 and the last tenth of the jobs (each exactly M/10 jobs). If
+//                 the cost per job grew with the jobs already placed, the
+//                 last tenth would be slower than the first.
+//   end_to_end_*  what gpushare-place does with the same cluster and jobs
+//                 written as files: read and check cluster.toml, read the
+//                 JSON Lines jobs, place each, format each output line
+//                 (discarded), in this process. Split into the cluster file
+//                 and the rest, since the file's cost grows with the cluster
+//                 and the rest with the jobs. Process start and the write to
+//                 a terminal or pipe are not included.
+//
+// The files go to DIR with --emit (kept, to time the program by hand), else
+// to a temporary directory that is removed.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -26,6 +41,9 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
+#include "place/cluster_toml.h"
+#include "place/format.h"
+#include "place/job.h"
 #include "place/placer.h"
 #include "place/state_writer.h"
 
@@ -128,37 +146,98 @@ gpushare::Status emit(const BenchOptions& options, const place::Cluster& cluster
   return {};
 }
 
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct EndToEnd {
+  double cluster_ms = 0;  ///< load_cluster: read, parse and check the TOML
+  double jobs_ms = 0;     ///< read, parse, place and format every job
+  long records = 0;
+};
+
+/// gpushare-place's work on DIR/cluster.toml and DIR/jobs.jsonl, timed.
+gpushare::Result<EndToEnd> end_to_end(const std::string& dir) {
+  EndToEnd result;
+  auto start = Clock::now();
+  auto cluster = place::load_cluster(dir + "/cluster.toml");
+  if (!cluster) return cluster.error();
+  place::Placer placer(std::move(*cluster));
+  result.cluster_ms = ms_since(start);
+
+  start = Clock::now();
+  std::ifstream in(dir + "/jobs.jsonl", std::ios::binary);
+  if (!in) return gpushare::make_error(dir + "/jobs.jsonl: cannot open");
+  gpushare::JsonLinesReader reader(in, "jobs.jsonl");
+  std::size_t output_bytes = 0;
+  for (;;) {
+    auto record = reader.next();
+    if (!record) return record.error();
+    if (!*record) break;
+    auto job = place::job_from_json(**record);
+    if (!job) return job.error();
+    output_bytes += place::placement_json(placer.place(*job)).size() + 1;
+    ++result.records;
+  }
+  result.jobs_ms = ms_since(start);
+  if (output_bytes == 0) return gpushare::make_error("no output");  // keeps the formatting
+  return result;
+}
+
 int run(const BenchOptions& options) {
   std::mt19937 rng(options.seed);
   auto setup_start = Clock::now();
   place::Cluster cluster = make_cluster(options, rng);
   std::vector<place::Job> jobs = make_jobs(options, rng);
-  if (!options.emit_dir.empty()) {
-    if (auto emitted = emit(options, cluster, jobs); !emitted) {
-      gpushare::diag::error(emitted.error().message);
-      return gpushare::exit_status::kFailure;
-    }
-  }
-  place::Placer placer(std::move(cluster));
-  double setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - setup_start).count();
+  place::Placer placer(cluster);
+  double setup_ms = ms_since(setup_start);
 
   long counts[3] = {0, 0, 0};
-  std::size_t tenth = std::max<std::size_t>(1, jobs.size() / 10);
+  // The first and the last `tenth` jobs; with fewer than 10 jobs, one each.
+  const std::size_t tenth = std::max<std::size_t>(1, jobs.size() / 10);
   Clock::duration first_tenth{}, last_tenth{};
   auto start = Clock::now();
-  auto mark = start;
+  auto last_start = start;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (i == jobs.size() - tenth) last_start = Clock::now();
     place::Placement placement = placer.place(jobs[i]);
     ++counts[static_cast<int>(placement.status)];
     if (i + 1 == tenth) first_tenth = Clock::now() - start;
-    if (i + tenth == jobs.size()) mark = Clock::now();
   }
   auto end = Clock::now();
-  last_tenth = end - mark;
+  last_tenth = end - last_start;
   double total_ms = std::chrono::duration<double, std::milli>(end - start).count();
   auto per_job_ns = [&](Clock::duration d) {
     return std::chrono::duration<double, std::nano>(d).count() / static_cast<double>(tenth);
   };
+
+  // The same cluster and jobs as files, through gpushare-place's path.
+  std::string dir = options.emit_dir;
+  if (dir.empty()) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpushare-bench-place.XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      gpushare::diag::error("cannot make a temporary directory: " +
+                            std::string(std::strerror(errno)));
+      return gpushare::exit_status::kFailure;
+    }
+    dir = pattern;
+  }
+  BenchOptions emit_options = options;
+  emit_options.emit_dir = dir;
+  gpushare::Result<EndToEnd> e2e = gpushare::make_error("not run");
+  if (auto emitted = emit(emit_options, cluster, jobs); !emitted) {
+    e2e = emitted.error();
+  } else {
+    e2e = end_to_end(dir);
+  }
+  std::error_code ignored;
+  std::uintmax_t cluster_file_bytes = std::filesystem::file_size(dir + "/cluster.toml", ignored);
+  if (options.emit_dir.empty()) std::filesystem::remove_all(dir, ignored);
+  if (!e2e) {
+    gpushare::diag::error(e2e.error().message);
+    return gpushare::exit_status::kFailure;
+  }
+  double e2e_ms = e2e->cluster_ms + e2e->jobs_ms;
 
   nlohmann::ordered_json fields = {
       {"name", "place"},
@@ -168,10 +247,18 @@ int run(const BenchOptions& options) {
       {"reserved", counts[1]},
       {"unplaced", counts[2]},
       {"setup_ms", setup_ms},
-      {"total_ms", total_ms},
-      {"jobs_per_s", total_ms > 0 ? static_cast<double>(jobs.size()) / (total_ms / 1000) : 0.0},
-      {"first_tenth_ns_per_job", per_job_ns(first_tenth)},
-      {"last_tenth_ns_per_job", per_job_ns(last_tenth)}};
+      {"placement_ms", total_ms},
+      {"placement_jobs_per_s",
+       total_ms > 0 ? static_cast<double>(jobs.size()) / (total_ms / 1000) : 0.0},
+      {"tenth_jobs", tenth},
+      {"placement_first_tenth_ns_per_job", per_job_ns(first_tenth)},
+      {"placement_last_tenth_ns_per_job", per_job_ns(last_tenth)},
+      {"cluster_file_bytes", cluster_file_bytes},
+      {"end_to_end_cluster_file_ms", e2e->cluster_ms},
+      {"end_to_end_jobs_ms", e2e->jobs_ms},
+      {"end_to_end_ms", e2e_ms},
+      {"end_to_end_jobs_per_s",
+       e2e_ms > 0 ? static_cast<double>(e2e->records) / (e2e_ms / 1000) : 0.0}};
   gpushare::JsonLinesWriter(std::cout).write("bench", 1, fields);
   return gpushare::exit_status::kSuccess;
 }

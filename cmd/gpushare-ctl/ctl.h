@@ -13,6 +13,7 @@ struct CtlOptions {
   std::string verb;
   std::string socket_path;  ///< empty: the default (GPUSHARE_SOCKET, ...)
   std::string format = "json";
+  std::string timeout = "10s";  ///< client verbs: connect and each reply
   std::string job;
   std::vector<std::string> properties;
   std::optional<std::string> mem_limit;

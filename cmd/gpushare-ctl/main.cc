@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ctl::CtlOptions options;
   app.add_option("--socket", options.socket_path, "Coordinator socket (default: see FILES)");
+  app.add_option("--timeout", options.timeout, "Longest wait for the coordinator's answer")
+      ->capture_default_str();
 
   auto add_format = [&](CLI::App* verb) {
     verb->add_option("--format", options.format, "Output: json or table")

@@ -5,9 +5,11 @@
 //   {"kind":"coordinator","version":1,"socket":"...","pid":N}
 // so that whoever started it (gpushare-run, a test, a unit file) can wait
 // for that line instead of polling the socket.
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +24,7 @@
 #include "common/exit_status.h"
 #include "common/jsonl.h"
 #include "common/units.h"
+#include "coord/listener.h"
 #include "coord/server.h"
 #include "ctl.h"
 
@@ -63,6 +66,31 @@ bool take_signals(Signals& signals) {
   return signals.fd >= 0;
 }
 
+// Appends to the log without following a link at its name (one planted there
+// would make a coordinator, root's included, write wherever it points), and
+// only to a regular file.
+Result<std::FILE*> open_log(const std::string& path) {
+  int fd =
+      open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  if (fd < 0) {
+    return make_error(
+        "cannot open log file '" + path +
+        "': " + (errno == ELOOP ? std::string("it is a symbolic link") : std::strerror(errno)));
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return make_error("log file '" + path + "' is not a regular file");
+  }
+  std::FILE* log = fdopen(fd, "a");
+  if (log == nullptr) {
+    close(fd);
+    return make_error("cannot open log file '" + path + "': " + std::strerror(errno));
+  }
+  std::setvbuf(log, nullptr, _IOLBF, 0);
+  return log;
+}
+
 }  // namespace
 
 int serve(const CtlOptions& options) {
@@ -91,17 +119,26 @@ int serve(const CtlOptions& options) {
     return exit_status::kUsage;
   }
   server.idle_exit = options.idle_exit;
+  server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
 
+  // The socket's directory first: the log usually lives beside the socket
+  // (gpushare-run puts it there), and a per-user directory must be checked
+  // as ours before anything is created in it.
+  if (Status ready = coord::prepare_socket_directory(server.socket_path, server.private_directory);
+      !ready) {
+    diag::error(ready.error().message);
+    return exit_status::kFailure;
+  }
   // Log to the file from here on, so that its failures are still seen.
   std::FILE* log = nullptr;
   if (!options.log_file.empty()) {
-    log = std::fopen(options.log_file.c_str(), "ae");
-    if (log == nullptr) {
-      diag::error("cannot open log file '" + options.log_file + "': " + std::strerror(errno));
+    Result<std::FILE*> opened = open_log(options.log_file);
+    if (!opened) {
+      diag::error(opened.error().message);
       return exit_status::kFailure;
     }
-    std::setvbuf(log, nullptr, _IOLBF, 0);
+    log = *opened;
     diag::set_stream(log);
   }
   diag::set_verbosity(diag::Verbosity::kVerbose);

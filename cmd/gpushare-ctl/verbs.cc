@@ -40,20 +40,37 @@ void print(const Records& records, const std::string& format, Shape shape) {
   }
 }
 
+// --timeout, already checked by check_timeout().
+std::chrono::milliseconds timeout_of(const CtlOptions& options) {
+  Result<std::chrono::nanoseconds> timeout = parse_duration(options.timeout);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+}
+
+// A bad --timeout is a usage error, found before any connection.
+bool check_timeout(const CtlOptions& options) {
+  Result<std::chrono::nanoseconds> timeout = parse_duration(options.timeout);
+  if (timeout && *timeout >= std::chrono::milliseconds(1)) return true;
+  diag::error("--timeout: " +
+              (timeout ? std::string("must be at least 1ms") : timeout.error().message));
+  diag::usage_hint();
+  return false;
+}
+
 Result<coord::CtlConnection> connect(const CtlOptions& options) {
   std::string path = socket_path(options);
   if (path.empty()) return make_error("the default socket path is too long; give --socket PATH");
-  return coord::CtlConnection::connect(path);
+  return coord::CtlConnection::connect(path, timeout_of(options));
 }
 
 // One request, printed. The usual shape of a verb.
 int request_and_print(const CtlOptions& options, const coord::Request& request, Shape shape) {
+  if (!check_timeout(options)) return exit_status::kUsage;
   Result<coord::CtlConnection> connection = connect(options);
   if (!connection) {
     diag::error(connection.error().message);
     return exit_status::kFailure;
   }
-  Result<Records> records = connection->request(request);
+  Result<Records> records = connection->request(request, timeout_of(options));
   if (!records) {
     diag::error(records.error().message);
     return exit_status::kFailure;
@@ -114,6 +131,7 @@ int watch(const CtlOptions& options) {
     diag::usage_hint();
     return exit_status::kUsage;
   }
+  if (!check_timeout(options)) return exit_status::kUsage;
   // Interrupting a watch is its normal end: SIGINT and SIGTERM arrive on a
   // descriptor that the wait between samples watches.
   sigset_t mask;
@@ -131,7 +149,7 @@ int watch(const CtlOptions& options) {
   auto period = std::chrono::duration_cast<std::chrono::milliseconds>(*interval);
   auto next = std::chrono::steady_clock::now();
   for (std::uint64_t sample = 1; options.count == 0 || sample <= options.count; ++sample) {
-    Result<Records> records = connection->request(coord::ListRequest{});
+    Result<Records> records = connection->request(coord::ListRequest{}, timeout_of(options));
     if (!records) {
       diag::error(records.error().message);
       return exit_status::kFailure;

@@ -35,11 +35,19 @@ void debug(std::string_view message);  ///< shown at kDebug
 /// "Try 'PROGRAM --help' for more information." after a usage error.
 void usage_hint();
 
+/// `text` safe for a terminal: control characters (but tab), DEL, the C1
+/// controls and bytes that are not UTF-8 become escapes ("\n", "\x1b",
+/// "\xff"); printable UTF-8 is kept. Messages quote input, and input may
+/// be binary or hostile: error() and the others apply it to every line.
+std::string printable(std::string_view text);
+
 /// "FILE:LINE:COL: MESSAGE", the location format of input-file errors.
 std::string at(std::string_view file, long line, long column, std::string_view message);
 
-/// The offending source line and a caret under COLUMN (1-based), two lines
-/// indented by two spaces, for appending below an error.
+/// The offending source line and a caret under COLUMN (1-based, counted
+/// in characters), two lines indented by two spaces, for appending below
+/// an error. The line is made printable, and the caret still points at
+/// the character it named.
 std::string excerpt(std::string_view source_line, long column);
 
 }  // namespace gpushare::diag

@@ -14,9 +14,13 @@ namespace gpushare::coord {
 
 class CtlConnection {
  public:
-  /// Connects to the coordinator at `socket_path`. The error says whether
-  /// nobody is there, a dead coordinator left its socket, or access failed.
-  static Result<CtlConnection> connect(const std::string& socket_path);
+  /// Connects to the coordinator at `socket_path`, within `timeout` (a
+  /// stopped coordinator with a full backlog must not hang the caller). The
+  /// error says whether nobody is there, a dead coordinator left its
+  /// socket, access failed, or the listener is not to be trusted (it runs
+  /// as another user, or its per-user directory is not private).
+  static Result<CtlConnection> connect(
+      const std::string& socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   CtlConnection(CtlConnection&& other) noexcept;
   CtlConnection& operator=(CtlConnection&&) = delete;

@@ -17,7 +17,9 @@ namespace {
 
 Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
 
-Status prepare_directory(const std::string& socket_path, bool private_directory) {
+}  // namespace
+
+Status prepare_socket_directory(const std::string& socket_path, bool private_directory) {
   char directory[256];
   if (!socket_directory(socket_path.c_str(), directory, sizeof directory)) {
     return make_error("socket path '" + socket_path + "' is too long");
@@ -27,7 +29,10 @@ Status prepare_directory(const std::string& socket_path, bool private_directory)
     return os_error("cannot create directory '" + std::string(directory) + "'");
   }
   struct stat info;
-  if (stat(directory, &info) != 0) return os_error("'" + std::string(directory) + "'");
+  // lstat: a link planted in place of the directory is refused, not followed.
+  if ((private_directory ? lstat(directory, &info) : stat(directory, &info)) != 0) {
+    return os_error("'" + std::string(directory) + "'");
+  }
   if (!S_ISDIR(info.st_mode))
     return make_error("'" + std::string(directory) + "' is not a directory");
   if (private_directory) {
@@ -43,15 +48,13 @@ Status prepare_directory(const std::string& socket_path, bool private_directory)
   return {};
 }
 
-}  // namespace
-
 Result<Listener> Listener::open(const std::string& path, bool private_directory) {
   sockaddr_un address{};
   if (path.empty() || path.size() >= sizeof address.sun_path) {
     return make_error("socket path '" + path + "' is empty or longer than " +
                       std::to_string(sizeof address.sun_path - 1) + " bytes");
   }
-  if (Status ok = prepare_directory(path, private_directory); !ok) return ok.error();
+  if (Status ok = prepare_socket_directory(path, private_directory); !ok) return ok.error();
 
   Listener listener;
   listener.path_ = path;

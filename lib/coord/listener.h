@@ -22,6 +22,12 @@
 
 namespace gpushare::coord {
 
+/// Creates the socket's directory if missing (0700 when `private_directory`,
+/// else 0755) and, for a private one, insists that it is a directory of this
+/// user's, closed to others. Listener::open does this first; serve calls it
+/// before opening a log file beside the socket.
+Status prepare_socket_directory(const std::string& socket_path, bool private_directory);
+
 class Listener {
  public:
   /// Binds `path`. `private_directory`: create the parent directory mode

@@ -1,6 +1,9 @@
 #include "coord/server.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -10,11 +13,13 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "common/units.h"
+#include "coord/decisions.h"
 #include "coord/line_buffer.h"
 #include "coord/listener.h"
 #include "coord/protocol.h"
@@ -29,11 +34,22 @@ constexpr std::uint64_t kTagListen = 1;
 constexpr std::uint64_t kTagStop = 2;
 constexpr std::uint64_t kTagIdle = 3;
 constexpr std::uint64_t kTagSweep = 4;
+constexpr std::uint64_t kTagAcceptPause = 5;
 constexpr std::uint64_t kFirstConnection = 16;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::size_t kMaxReadPerEvent = 64 * 1024;  // fairness between peers
 constexpr std::size_t kMaxQueuedReply = 64 * 1024 * 1024;
+// A connection is not read (its requests not answered) while more than this
+// of its replies wait: backpressure instead of an ever-growing queue.
+constexpr std::size_t kBackpressureBytes = 256 * 1024;
+// Descriptors kept for everything but connections (epoll, timers, the
+// lock, the log, a spare, the job's memfds while registering).
+constexpr std::size_t kReservedDescriptors = 64;
+// How long accepting pauses when no descriptor is left even for the spare.
+constexpr std::int64_t kAcceptPauseNs = 100'000'000;
+// Repeated warnings of one kind: at most one line a second, with a count.
+constexpr std::uint64_t kWarningIntervalNs = 1'000'000'000;
 
 std::uint64_t now_ns() {
   timespec ts;
@@ -63,6 +79,44 @@ Caller peer_credentials(int fd) {
   return caller;
 }
 
+// Raises the soft descriptor limit to the hard one (a coordinator serves
+// hundreds of connections; the usual soft limit is 1024) and returns the
+// connection limit that fits it: each job holds a socket and a pidfd.
+std::size_t fit_connections_to_descriptors(std::size_t wanted) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return wanted;
+  if (files.rlim_cur < files.rlim_max) {
+    rlimit raised = files;
+    raised.rlim_cur = files.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
+  }
+  if (files.rlim_cur == RLIM_INFINITY) return wanted;
+  std::size_t usable = files.rlim_cur > kReservedDescriptors * 2
+                           ? static_cast<std::size_t>(files.rlim_cur) - kReservedDescriptors
+                           : kReservedDescriptors;
+  return std::min(wanted, std::max<std::size_t>(usable / 2, 8));
+}
+
+// One warning line a second at most for each kind of repeated event, so a
+// flood cannot fill the disk through the log.
+struct RateLimitedWarning {
+  std::uint64_t last_ns = 0;
+  std::uint64_t suppressed = 0;
+  // Returns the line to log now (with the count of lines held back), or
+  // nothing.
+  std::optional<std::string> pass(std::uint64_t now, const std::string& line) {
+    if (last_ns != 0 && now - last_ns < kWarningIntervalNs) {
+      ++suppressed;
+      return std::nullopt;
+    }
+    std::string out = line;
+    if (suppressed > 0) out += " (and " + std::to_string(suppressed) + " more like it)";
+    last_ns = now;
+    suppressed = 0;
+    return out;
+  }
+};
+
 std::string describe_limits(const Job& job) {
   std::string text;
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
@@ -86,7 +140,9 @@ struct Server::Impl {
     std::uint64_t job_id = 0;
     int pidfd = -1;
     bool want_write = false;
+    bool reading = true;  // false while its replies wait (backpressure)
     std::uint64_t accepted_ns = 0;
+    std::uint64_t output_moved_ns = 0;  // when its queued replies last shrank
   };
 
   ServerOptions options;
@@ -96,8 +152,17 @@ struct Server::Impl {
   int idle_fd = -1;
   int sweep_fd = -1;
   std::unordered_map<std::uint64_t, Connection> connections;
+  // Unregistered and control connections per user (jobs are bounded by the
+  // processes a user runs, and each costs the coordinator a pidfd too).
   std::unordered_map<uid_t, std::size_t> connections_per_uid;
+  std::size_t non_job_connections = 0;
+  std::unordered_map<uid_t, std::size_t> queued_per_uid;
+  std::size_t queued_total = 0;
   std::uint64_t next_key = kFirstConnection;
+  int spare_fd = -1;         // closed to accept-and-refuse when out of descriptors
+  int accept_pause_fd = -1;  // timer: accepting resumes when it fires
+  bool accepting = true;
+  RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
 
   Impl(ServerOptions o, Listener l)
       : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
@@ -105,6 +170,8 @@ struct Server::Impl {
     for (auto& [key, connection] : connections) close_fds(connection);
     if (idle_fd >= 0) close(idle_fd);
     if (sweep_fd >= 0) close(sweep_fd);
+    if (spare_fd >= 0) close(spare_fd);
+    if (accept_pause_fd >= 0) close(accept_pause_fd);
     if (epoll_fd >= 0) close(epoll_fd);
   }
 
@@ -114,6 +181,40 @@ struct Server::Impl {
   void warning(const std::string& line) const {
     if (options.warning) options.warning(line);
   }
+  // Loads an earlier coordinator's decisions for jobs still alive.
+  void restore_decisions() {
+    if (options.state_path.empty()) return;
+    Result<std::vector<Decision>> loaded = load_decisions(options.state_path);
+    if (!loaded) {
+      warning(loaded.error().message + "; starting afresh");
+      return;
+    }
+    std::vector<Decision> alive;
+    for (Decision& decision : *loaded) {
+      if (kill(decision.pid, 0) == 0 || errno == EPERM) alive.push_back(std::move(decision));
+    }
+    if (!alive.empty()) {
+      note("remembering the decisions for " + std::to_string(alive.size()) +
+           " job(s) of an earlier coordinator until they register again");
+    }
+    registry.remember(std::move(alive));
+  }
+
+  void save_decisions_now() {
+    if (options.state_path.empty()) return;
+    if (Status saved = save_decisions(options.state_path, registry.decisions()); !saved) {
+      limited_warning(state_warning, saved.error().message);
+    }
+  }
+
+  void limited_warning(RateLimitedWarning& kind, const std::string& line) {
+    if (std::optional<std::string> out = kind.pass(now_ns(), line)) warning(*out);
+  }
+
+  std::size_t root_reserve() const {
+    return std::max<std::size_t>(options.max_connections / 16, 2);
+  }
+  std::size_t job_reserve() const { return std::max<std::size_t>(options.max_connections / 8, 2); }
 
   Status watch(int fd, std::uint64_t tag, std::uint32_t events) {
     epoll_event event{};
@@ -139,6 +240,10 @@ struct Server::Impl {
     itimerspec sweeping{interval, interval};
     timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
     if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (accept_pause_fd < 0) return os_error("timerfd_create");
+    if (Status ok = watch(accept_pause_fd, kTagAcceptPause, EPOLLIN); !ok) return ok;
     if (options.idle_exit) {
       idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
       if (idle_fd < 0) return os_error("timerfd_create");
@@ -171,28 +276,62 @@ struct Server::Impl {
     auto it = connections.find(key);
     if (it == connections.end()) return;
     Connection& c = it->second;
+    forget_queued(c, c.out.size());
+    if (c.role != Role::kJob) count_non_job(c.peer.uid, -1);
     if (c.role == Role::kJob) {
       if (const Job* job = registry.find(c.job_id)) {
         note("job " + std::to_string(job->id) + " '" + job->name + "' (pid " +
              std::to_string(job->pid) + ") " + why);
       }
       registry.remove(c.job_id);
+      save_decisions_now();
       arm_idle_timer();
     }
     close_fds(c);  // closing removes the descriptors from the epoll set
-    if (--connections_per_uid[c.peer.uid] == 0) connections_per_uid.erase(c.peer.uid);
     connections.erase(it);
+  }
+
+  void count_non_job(uid_t uid, int change) {
+    std::size_t& count = connections_per_uid[uid];
+    count = change > 0 ? count + 1 : count - 1;
+    non_job_connections = change > 0 ? non_job_connections + 1 : non_job_connections - 1;
+    if (count == 0) connections_per_uid.erase(uid);
+  }
+
+  void forget_queued(const Connection& c, std::size_t bytes) {
+    if (bytes == 0) return;
+    queued_total -= bytes;
+    std::size_t& mine = queued_per_uid[c.peer.uid];
+    mine -= bytes;
+    if (mine == 0) queued_per_uid.erase(c.peer.uid);
+  }
+
+  // Which events a connection waits for: input unless held back, output
+  // while replies wait.
+  void update_interest(std::uint64_t key, Connection& c) {
+    epoll_event event{};
+    event.events = (c.reading ? EPOLLIN : 0u) | (c.want_write ? EPOLLOUT : 0u);
+    event.data.u64 = key * 2;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &event);
   }
 
   // Queues a reply and writes what the socket takes now.
   bool reply(std::uint64_t key, Connection& c, const std::string& line) {
-    if (c.out.size() + line.size() > kMaxQueuedReply) {
-      warning("connection from pid " + std::to_string(c.peer.pid) +
-              " does not read its replies; closed");
+    std::size_t user_queued = queued_per_uid.count(c.peer.uid) ? queued_per_uid[c.peer.uid] : 0;
+    bool over_user =
+        c.peer.uid != 0 && user_queued + line.size() > options.max_queued_bytes_per_user;
+    if (c.out.size() + line.size() > kMaxQueuedReply || over_user ||
+        queued_total + line.size() > options.max_queued_bytes) {
+      limited_warning(unread_warning, "connection from pid " + std::to_string(c.peer.pid) +
+                                          " uid " + std::to_string(c.peer.uid) +
+                                          " does not read its replies; closed");
       drop(key, "stopped reading");
       return false;
     }
+    if (c.out.empty()) c.output_moved_ns = now_ns();
     c.out += line;
+    queued_total += line.size();
+    queued_per_uid[c.peer.uid] += line.size();
     return flush(key, c);
   }
 
@@ -201,6 +340,8 @@ struct Server::Impl {
       ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.out.erase(0, static_cast<std::size_t>(n));
+        forget_queued(c, static_cast<std::size_t>(n));
+        c.output_moved_ns = now_ns();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -209,14 +350,30 @@ struct Server::Impl {
       return false;
     }
     bool want = !c.out.empty();
-    if (want != c.want_write) {
-      epoll_event event{};
-      event.events = EPOLLIN | (want ? EPOLLOUT : 0u);
-      event.data.u64 = key * 2;
-      epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &event);
+    bool read = c.out.size() <= kBackpressureBytes;
+    if (want != c.want_write || read != c.reading) {
+      bool resumed = read && !c.reading;
       c.want_write = want;
+      c.reading = read;
+      update_interest(key, c);
+      // Requests that arrived before reading stopped are answered now.
+      if (resumed) return answer_buffered(key);
     }
     return true;
+  }
+
+  // Answers the complete requests already read, while replies do not pile
+  // up. Returns false when the connection was dropped.
+  bool answer_buffered(std::uint64_t key) {
+    for (;;) {
+      auto it = connections.find(key);
+      if (it == connections.end()) return false;
+      Connection& c = it->second;
+      if (!c.reading) return true;
+      std::optional<std::string> line = c.in.next_line();
+      if (!line) return true;
+      if (!handle_line(key, c, *line)) return false;
+    }
   }
 
   // A protocol violation: say why, then hang up. The reply is small and the
@@ -230,28 +387,83 @@ struct Server::Impl {
     drop(key, "sent a bad message and was disconnected");
   }
 
+  // Out of descriptors (EMFILE/ENFILE): the pending connection cannot be
+  // accepted, and a level-triggered listener would report it again at once.
+  // Close the spare descriptor, accept and refuse the peer, take the spare
+  // back; with no spare, stop watching the listener for a moment.
+  void refuse_without_descriptors() {
+    limited_warning(descriptors_warning,
+                    "out of file descriptors: refusing connections until some close");
+    if (spare_fd >= 0) {
+      close(spare_fd);
+      int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        refuse(fd, "too many connections");
+        close(fd);
+      }
+      spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) return;
+    }
+    pause_accepting();
+  }
+
+  void pause_accepting() {
+    if (!accepting) return;
+    accepting = false;
+    epoll_event event{};
+    event.data.u64 = kTagListen;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
+    itimerspec pause{{0, 0}, {kAcceptPauseNs / 1000000000, kAcceptPauseNs % 1000000000}};
+    timerfd_settime(accept_pause_fd, 0, &pause, nullptr);
+  }
+
+  void resume_accepting() {
+    std::uint64_t expirations;
+    ssize_t ignored = read(accept_pause_fd, &expirations, sizeof expirations);
+    (void)ignored;
+    if (spare_fd < 0) spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    accepting = true;
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = kTagListen;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
+  }
+
+  static void refuse(int fd, const std::string& why) {
+    std::string line = encode_error(why, "busy");
+    ssize_t ignored = send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+  }
+
   void accept_all() {
     for (;;) {
       int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
         if (errno == EINTR) continue;
-        if (errno != EAGAIN) warning(std::string("accept: ") + std::strerror(errno));
+        if (errno == EMFILE || errno == ENFILE) {
+          refuse_without_descriptors();
+          if (!accepting) return;
+          continue;
+        }
+        if (errno != EAGAIN)
+          limited_warning(refused_warning, std::string("accept: ") + std::strerror(errno));
         return;
       }
       Caller peer = peer_credentials(fd);
-      // No user but root may hold more than a quarter of the connections.
-      std::size_t per_user_cap = peer.uid == 0
-                                     ? options.max_connections
-                                     : std::max<std::size_t>(options.max_connections / 4, 1);
-      if (connections.size() >= options.max_connections ||
-          connections_per_uid[peer.uid] >= per_user_cap) {
-        warning("refused a connection from pid " + std::to_string(peer.pid) + " uid " +
-                std::to_string(peer.uid) + ": too many connections");
-        std::string line = encode_error("too many connections", "busy");
-        ssize_t ignored = send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        (void)ignored;
+      // Root always finds a slot; other users leave root's reserve free and
+      // each holds at most a quarter of the connections that are not jobs.
+      bool root = peer.uid == 0;
+      std::size_t per_user_cap = std::max<std::size_t>(options.max_connections / 4, 1);
+      std::size_t mine = connections_per_uid.count(peer.uid) ? connections_per_uid[peer.uid] : 0;
+      bool full = root ? connections.size() >= options.max_connections
+                       : connections.size() + root_reserve() >= options.max_connections ||
+                             mine >= per_user_cap;
+      if (full) {
+        limited_warning(refused_warning, "refused a connection from pid " +
+                                             std::to_string(peer.pid) + " uid " +
+                                             std::to_string(peer.uid) + ": too many connections");
+        refuse(fd, "too many connections");
         close(fd);
-        if (connections_per_uid[peer.uid] == 0) connections_per_uid.erase(peer.uid);
         continue;
       }
       std::uint64_t key = next_key++;
@@ -259,7 +471,7 @@ struct Server::Impl {
       c.fd = fd;
       c.peer = std::move(peer);
       c.accepted_ns = now_ns();
-      ++connections_per_uid[c.peer.uid];
+      count_non_job(c.peer.uid, +1);
       if (!watch(fd, key * 2, EPOLLIN)) drop(key, "could not be watched");
     }
   }
@@ -271,6 +483,7 @@ struct Server::Impl {
       auto it = connections.find(key);
       if (it == connections.end()) return;
       Connection& c = it->second;
+      if (!c.reading) return;  // its replies wait: leave its requests in the socket
       ssize_t n = recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
@@ -283,9 +496,7 @@ struct Server::Impl {
         reject(key, c, "message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
         return;
       }
-      while (std::optional<std::string> line = c.in.next_line()) {
-        if (!handle_line(key, c, *line)) return;  // the connection is gone
-      }
+      if (!answer_buffered(key)) return;  // the connection is gone
     }
   }
 
@@ -297,12 +508,24 @@ struct Server::Impl {
     (void)ignored;
     std::uint64_t now = now_ns();
     std::vector<std::uint64_t> late;
+    std::vector<std::uint64_t> stalled;
+    auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
+    auto stall = static_cast<std::uint64_t>(options.stalled_reader_timeout.count());
     for (const auto& [key, c] : connections) {
-      auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
       if (c.role == Role::kNew && now - c.accepted_ns > timeout) late.push_back(key);
+      if (!c.out.empty() && now - c.output_moved_ns > stall) stalled.push_back(key);
     }
     for (std::uint64_t key : late) {
       reject(key, connections.at(key), "no complete message in time after connecting");
+    }
+    for (std::uint64_t key : stalled) {
+      auto it = connections.find(key);
+      if (it == connections.end()) continue;
+      limited_warning(unread_warning, "connection from pid " + std::to_string(it->second.peer.pid) +
+                                          " uid " + std::to_string(it->second.peer.uid) +
+                                          " has not read its replies for " +
+                                          std::to_string(stall / 1000000) + " ms" + "; closed");
+      drop(key, "stopped reading");
     }
   }
 
@@ -321,6 +544,16 @@ struct Server::Impl {
     }
     if (c.role == Role::kJob) {
       reject(key, c, "out of order: a registered job sends no further messages");
+      return false;
+    }
+    // The last slots are kept for job registrations: a user's control
+    // requests are refused while only those are left.
+    if (c.role == Role::kNew && c.peer.uid != 0 &&
+        non_job_connections + root_reserve() + job_reserve() > options.max_connections) {
+      limited_warning(refused_warning, "refused a control request from uid " +
+                                           std::to_string(c.peer.uid) + ": too many connections");
+      refuse(c.fd, "too many connections");
+      drop(key, "was refused: too many connections");
       return false;
     }
     c.role = Role::kControl;
@@ -344,6 +577,7 @@ struct Server::Impl {
     }
     Job& job = **added;
     c.role = Role::kJob;
+    count_non_job(c.peer.uid, -1);
     c.job_id = job.id;
     arm_idle_timer();
 
@@ -369,6 +603,7 @@ struct Server::Impl {
       drop(key, "could not be sent its control block");
       return false;
     }
+    save_decisions_now();
     note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
          std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ", " +
          qos_name(job.block->qos()) + ", " + describe_limits(job));
@@ -413,6 +648,7 @@ struct Server::Impl {
       return encode_error(result.error().message, reason);
     }
     if (!action.empty()) {
+      save_decisions_now();
       note("uid " + std::to_string(c.peer.uid) + " " + action + " on job " +
            std::to_string(result->id) + " '" + result->name + "'");
     }
@@ -426,13 +662,17 @@ Server::~Server() = default;
 Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
   Result<Listener> listener = Listener::open(options.socket_path, options.private_directory);
   if (!listener) return listener.error();
+  options.max_connections = fit_connections_to_descriptors(options.max_connections);
   auto impl = std::make_unique<Impl>(std::move(options), std::move(*listener));
   if (Status ok = impl->setup(); !ok) return ok.error();
+  impl->restore_decisions();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 const std::string& Server::socket_path() const { return impl_->listener.path(); }
 std::size_t Server::job_count() const { return impl_->registry.size(); }
+std::size_t Server::max_connections() const { return impl_->options.max_connections; }
+std::size_t Server::queued_bytes() const { return impl_->queued_total; }
 
 Result<StopReason> Server::run() {
   Impl& s = *impl_;
@@ -451,6 +691,8 @@ Result<StopReason> Server::run() {
         return StopReason::kStopRequested;
       } else if (tag == kTagSweep) {
         s.sweep();
+      } else if (tag == kTagAcceptPause) {
+        s.resume_accepting();
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);
@@ -465,7 +707,13 @@ Result<StopReason> Server::run() {
         if (events[i].events & EPOLLOUT) {
           if (!s.flush(key, it->second)) continue;
         }
-        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) s.on_readable(key);
+        it = s.connections.find(key);
+        if (it == s.connections.end()) continue;
+        if (!it->second.reading && (events[i].events & (EPOLLHUP | EPOLLERR))) {
+          s.drop(key, "disconnected");  // not read while held back: end it here
+        } else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          s.on_readable(key);
+        }
       }
     }
   }

@@ -35,12 +35,30 @@ struct ServerOptions {
   /// The loop ends when this descriptor becomes readable (a signalfd, an
   /// eventfd); -1 for none.
   int stop_fd = -1;
-  /// At most this many connections; a user other than root may hold a
-  /// quarter of them. Beyond, a connection gets a "busy" error.
+  /// At most this many connections (fewer when the descriptor limit is
+  /// lower: each job holds two). A user other than root may hold a quarter
+  /// of them as unregistered or control connections; a sixteenth is kept
+  /// for root, and an eighth for job registrations (control requests are
+  /// refused as "busy" once only that reserve is left). Beyond, a
+  /// connection gets a "busy" error.
   std::size_t max_connections = 4096;
+  /// Replies queued for peers that do not read them, in bytes: in all, and
+  /// per user other than root. A connection that would pass either is
+  /// dropped. Each connection also stops being read while more than
+  /// 256 KiB of its replies wait, so one peer cannot make the coordinator
+  /// encode replies without bound.
+  std::size_t max_queued_bytes = 256u << 20;
+  std::size_t max_queued_bytes_per_user = 64u << 20;
+  /// A connection whose queued replies have not moved for this long is
+  /// dropped (a reader that stopped reading).
+  std::chrono::nanoseconds stalled_reader_timeout = std::chrono::seconds(10);
   /// A connection that has not sent a complete first message by then is
   /// dropped, so idle connections cannot pile up and lock others out.
   std::chrono::nanoseconds first_message_timeout = std::chrono::seconds(5);
+  /// The state file (decisions.h): read at start, so that jobs that
+  /// register again get back what ctl set for them, and rewritten after
+  /// each change. Empty: none.
+  std::string state_path;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;
@@ -59,6 +77,11 @@ class Server {
 
   const std::string& socket_path() const;
   std::size_t job_count() const;
+  /// The connection limit in force (ServerOptions::max_connections, lowered
+  /// to fit the descriptor limit).
+  std::size_t max_connections() const;
+  /// Reply bytes queued for all peers now.
+  std::size_t queued_bytes() const;
 
  private:
   struct Impl;

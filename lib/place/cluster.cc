@@ -27,4 +27,19 @@ const ResidentJob* production_job(const Gpu& gpu) {
   return nullptr;
 }
 
+std::optional<std::size_t> control_character(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::nullopt;
+}
+
+std::string control_character_message(std::string_view text, std::size_t at) {
+  static const char kHex[] = "0123456789ABCDEF";
+  auto c = static_cast<unsigned char>(text[at]);
+  return std::string("must not contain control characters (U+00") + kHex[c >> 4] + kHex[c & 0xf] +
+         " at byte " + std::to_string(at + 1) + ")";
+}
+
 }  // namespace gpushare::place

@@ -112,4 +112,21 @@ struct Cluster {
 /// The production job on a GPU, or nullptr.
 const ResidentJob* production_job(const Gpu& gpu);
 
+/// Where the first control character (U+0000-U+001F, U+007F) of `text`
+/// is, if it has one. Names and ids are printed one to a line, quoted
+/// for the shell (--format slurm, env) and in messages: a newline there
+/// would split a record, so no name or id may hold one.
+std::optional<std::size_t> control_character(std::string_view text);
+
+/// "must not contain control characters (U+000A at byte 3)", for the
+/// message that rejects `text`, whose byte `at` is one.
+std::string control_character_message(std::string_view text, std::size_t at);
+
+/// a + b, or the largest value where that would wrap. Memory totals are
+/// sums of figures from input: a wrapped total would make a full GPU look
+/// empty, so every such sum saturates instead.
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
 }  // namespace gpushare::place

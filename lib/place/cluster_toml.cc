@@ -86,87 +86,44 @@ class Loader : private TomlReader {
   }
 
   Status read_policy(const toml::table& table, Policy* policy) {
-    return walk(table, "[policy]",
-                {{"util_threshold",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_fraction(key, node);
-                    if (!value) return value.error();
-                    policy->util_threshold = *value;
-                    return {};
-                  }},
-                 {"node_order",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_order(key, node);
-                    if (!value) return value.error();
-                    policy->node_order = *value;
-                    return {};
-                  }},
-                 {"gpu_order",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_order(key, node);
-                    if (!value) return value.error();
-                    policy->gpu_order = *value;
-                    return {};
-                  }},
-                 {"multi_node",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_bool(key, node);
-                    if (!value) return value.error();
-                    policy->multi_node = *value;
-                    return {};
-                  }},
-                 {"reserve",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_bool(key, node);
-                    if (!value) return value.error();
-                    policy->reserve = *value;
-                    return {};
-                  }},
-                 {"default_tenant",
-                  [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto value = get_string(key, node);
-                    if (!value) return value.error();
-                    policy->default_tenant = *value;
-                    references_.push_back({*value, node.source(), "default_tenant"});
-                    return {};
-                  }},
-                 {"queue_threshold", [&](const toml::key& key, const toml::node& node) -> Status {
-                    auto text = get_string(key, node);
-                    if (!text) return text.error();
-                    auto value = parse_duration(*text);
-                    if (!value) return error_at(node.source(), value.error().message);
-                    policy->queue_threshold = *value;
-                    return {};
-                  }}});
+    const toml::node* default_tenant_at = nullptr;
+    Status s =
+        walk(table, "[policy]",
+             {{"util_threshold", bind_fraction(&policy->util_threshold)},
+              {"node_order", bind_order(&policy->node_order)},
+              {"gpu_order", bind_order(&policy->gpu_order)},
+              {"multi_node", bind_bool(&policy->multi_node)},
+              {"reserve", bind_bool(&policy->reserve)},
+              {"default_tenant", bind_string(&policy->default_tenant, &default_tenant_at)},
+              {"queue_threshold", [&](const toml::key& key, const toml::node& node) -> Status {
+                 auto text = get_string(key, node);
+                 if (!text) return text.error();
+                 auto value = parse_duration(*text);
+                 if (!value) return error_at(node.source(), value.error().message);
+                 policy->queue_threshold = *value;
+                 return {};
+               }}});
+    if (!s) return s;
+    if (default_tenant_at != nullptr) {
+      references_.push_back(
+          {policy->default_tenant, default_tenant_at->source(), "default_tenant"});
+    }
+    return {};
   }
 
   Status read_tenant(const toml::table& table, Cluster* cluster) {
     Tenant tenant;
-    bool has_name = false;
-    bool has_quota = false;
-    toml::source_region name_at;
+    const toml::node* name_at = nullptr;
+    const toml::node* quota_at = nullptr;
     Status s = walk(table, "[[tenant]]",
-                    {{"name",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        tenant.name = *value;
-                        name_at = node.source();
-                        has_name = true;
-                        return {};
-                      }},
-                     {"quota_gpus", [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt);
-                        if (!value) return value.error();
-                        tenant.quota_gpus = *value;
-                        has_quota = true;
-                        return {};
-                      }}});
+                    {{"name", bind_string(&tenant.name, &name_at)},
+                     {"quota_gpus", bind_integer(&tenant.quota_gpus, 0, &quota_at)}});
     if (!s) return s;
-    if (!has_name) return missing(table, "[[tenant]]", "name");
-    if (!has_quota) return missing(table, "[[tenant]] '" + tenant.name + "'", "quota_gpus");
+    if (name_at == nullptr) return missing(table, "[[tenant]]", "name");
+    if (quota_at == nullptr)
+      return missing(table, "[[tenant]] '" + tenant.name + "'", "quota_gpus");
     if (!tenant_names_.insert(tenant.name).second) {
-      return error_at(name_at, "tenant '" + tenant.name + "' is defined twice");
+      return error_at(name_at->source(), "tenant '" + tenant.name + "' is defined twice");
     }
     cluster->tenants.push_back(std::move(tenant));
     return {};
@@ -174,29 +131,15 @@ class Loader : private TomlReader {
 
   Status read_node(const toml::table& table, Cluster* cluster) {
     Node node_out;
-    bool has_name = false;
-    toml::source_region name_at;
+    const toml::node* name_at = nullptr;
     std::vector<const toml::table*> gpu_tables;
     Status s = walk(table, "[[node]]",
-                    {{"name",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        node_out.name = *value;
-                        name_at = node.source();
-                        has_name = true;
-                        return {};
-                      }},
-                     {"gpu", [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto tables = get_tables(key, node, "[[node.gpu]]");
-                        if (!tables) return tables.error();
-                        gpu_tables = std::move(*tables);
-                        return {};
-                      }}});
+                    {{"name", bind_string(&node_out.name, &name_at)},
+                     {"gpu", bind_tables(&gpu_tables, "[[node.gpu]]")}});
     if (!s) return s;
-    if (!has_name) return missing(table, "[[node]]", "name");
+    if (name_at == nullptr) return missing(table, "[[node]]", "name");
     if (!node_names_.insert(node_out.name).second) {
-      return error_at(name_at, "node '" + node_out.name + "' is defined twice");
+      return error_at(name_at->source(), "node '" + node_out.name + "' is defined twice");
     }
     std::set<int> indices;
     for (const toml::table* gpu_table : gpu_tables) {
@@ -212,220 +155,146 @@ class Loader : private TomlReader {
     return {};
   }
 
+  /// A [[node.gpu]] table: its keys, then its capacity, resident jobs and
+  /// reservation, each checked against the others.
   Result<Gpu> read_gpu(const toml::table& table, const std::string& node_name) {
     Gpu gpu;
-    bool has_index = false;
-    const toml::node* mem_node = nullptr;
-    const toml::node* mem_bytes_node = nullptr;
-    const toml::node* used_node = nullptr;
-    const toml::table* reservation_table = nullptr;
-    std::vector<const toml::table*> job_tables;
+    GpuKeys keys;
     Status s = walk(table, "[[node.gpu]]",
-                    {{"index",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt);
-                        if (!value) return value.error();
-                        gpu.index = static_cast<int>(*value);
-                        has_index = true;
-                        return {};
-                      }},
-                     {"model",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node, true);
-                        if (!value) return value.error();
-                        gpu.model = *value;
-                        return {};
-                      }},
-                     {"mem",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_size(key, node);
-                        if (!value) return value.error();
-                        gpu.mem_bytes = *value;
-                        mem_node = &node;
-                        return {};
-                      }},
-                     {"mem_bytes",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt64);
-                        if (!value) return value.error();
-                        gpu.mem_bytes = static_cast<std::uint64_t>(*value);
-                        mem_bytes_node = &node;
-                        return {};
-                      }},
-                     {"util",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_fraction(key, node);
-                        if (!value) return value.error();
-                        gpu.util = *value;
-                        return {};
-                      }},
-                     {"mem_used_bytes",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt64);
-                        if (!value) return value.error();
-                        gpu.mem_used_bytes = static_cast<std::uint64_t>(*value);
-                        used_node = &node;
-                        return {};
-                      }},
-                     {"nvlink_group",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt);
-                        if (!value) return value.error();
-                        gpu.nvlink_group = static_cast<int>(*value);
-                        return {};
-                      }},
-                     {"numa",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt);
-                        if (!value) return value.error();
-                        gpu.numa = static_cast<int>(*value);
-                        return {};
-                      }},
-                     {"reservation",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        if (!node.is_table()) return wrong_type(key, node, "a table");
-                        reservation_table = node.as_table();
-                        return {};
-                      }},
-                     {"job", [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto tables = get_tables(key, node, "[[node.gpu.job]]");
-                        if (!tables) return tables.error();
-                        job_tables = std::move(*tables);
-                        return {};
-                      }}});
+                    {{"index", bind_integer(&gpu.index, 0, &keys.index)},
+                     {"model", bind_string(&gpu.model, nullptr, true)},
+                     {"mem", bind_size(&gpu.mem_bytes, &keys.mem)},
+                     {"mem_bytes", bind_bytes(&gpu.mem_bytes, &keys.mem_bytes)},
+                     {"util", bind_fraction(&gpu.util)},
+                     {"mem_used_bytes", bind_bytes(&gpu.mem_used_bytes, &keys.used)},
+                     {"nvlink_group", bind_integer(&gpu.nvlink_group, 0)},
+                     {"numa", bind_integer(&gpu.numa, 0)},
+                     {"reservation", bind_table(&keys.reservation)},
+                     {"job", bind_tables(&keys.jobs, "[[node.gpu.job]]")}});
     if (!s) return s.error();
-    std::string where = "GPU of node '" + node_name + "'";
-    if (!has_index) return missing(table, "[[node.gpu]] of node '" + node_name + "'", "index");
-    where = "GPU " + std::to_string(gpu.index) + " of node '" + node_name + "'";
-    if (mem_node != nullptr && mem_bytes_node != nullptr) {
-      return error_at(mem_bytes_node->source(), where + " has both 'mem' and 'mem_bytes'");
+    if (keys.index == nullptr) {
+      return missing(table, "[[node.gpu]] of node '" + node_name + "'", "index");
     }
-    if (mem_node == nullptr && mem_bytes_node == nullptr) {
-      return missing(table, where, "mem' or 'mem_bytes");
-    }
-    const toml::node& capacity_node = mem_node ? *mem_node : *mem_bytes_node;
-    if (gpu.mem_bytes == 0) return error_at(capacity_node.source(), where + " has no memory");
-
-    std::uint64_t jobs_bytes = 0;
-    for (const toml::table* job_table : job_tables) {
-      Result<ResidentJob> job = read_job(*job_table, node_name, gpu);
-      if (!job) return job.error();
-      jobs_bytes += job->mem_bytes;
-      gpu.jobs.push_back(std::move(*job));
-    }
-    if (used_node == nullptr) {
-      // Without telemetry, the jobs' own figures are the best estimate.
-      gpu.mem_used_bytes = jobs_bytes;
-    } else if (gpu.mem_used_bytes > gpu.mem_bytes) {
-      return error_at(used_node->source(),
-                      where + ": mem_used_bytes " + std::to_string(gpu.mem_used_bytes) +
-                          " exceeds its memory of " + std::to_string(gpu.mem_bytes) + " bytes");
-    }
-    if (reservation_table != nullptr) {
-      Result<Reservation> reservation = read_reservation(*reservation_table, where);
-      if (!reservation) return reservation.error();
-      if (const ResidentJob* owner = production_job(gpu)) {
-        return error_at(reservation_table->source(),
-                        where + " is reserved for job '" + reservation->job +
-                            "' but production job '" + owner->id + "' runs there");
-      }
-      reserved_for_.push_back({reservation->job, reservation_table->source(), where});
-      gpu.reservation = std::move(*reservation);
+    const std::string where = "GPU " + std::to_string(gpu.index) + " of node '" + node_name + "'";
+    if (Status capacity = check_capacity(table, gpu, keys, where); !capacity)
+      return capacity.error();
+    if (Status jobs = read_jobs(keys, node_name, where, &gpu); !jobs) return jobs.error();
+    if (keys.reservation != nullptr) {
+      if (Status r = read_gpu_reservation(*keys.reservation, where, &gpu); !r) return r.error();
     }
     return gpu;
+  }
+
+  /// Where a [[node.gpu]] table gave the keys that other keys are checked
+  /// against; null when not given.
+  struct GpuKeys {
+    const toml::node* index = nullptr;
+    const toml::node* mem = nullptr;
+    const toml::node* mem_bytes = nullptr;
+    const toml::node* used = nullptr;
+    const toml::table* reservation = nullptr;
+    std::vector<const toml::table*> jobs;
+  };
+
+  /// Exactly one of 'mem' and 'mem_bytes', and not zero.
+  Status check_capacity(const toml::table& table, const Gpu& gpu, const GpuKeys& keys,
+                        const std::string& where) const {
+    if (keys.mem != nullptr && keys.mem_bytes != nullptr) {
+      return error_at(keys.mem_bytes->source(), where + " has both 'mem' and 'mem_bytes'");
+    }
+    if (keys.mem == nullptr && keys.mem_bytes == nullptr) {
+      return missing(table, where, "mem' or 'mem_bytes");
+    }
+    const toml::node& capacity = keys.mem ? *keys.mem : *keys.mem_bytes;
+    if (gpu.mem_bytes == 0) return error_at(capacity.source(), where + " has no memory");
+    return {};
+  }
+
+  /// The GPU's resident jobs, and its memory in use: as given, or else the
+  /// sum of its jobs' memory.
+  Status read_jobs(const GpuKeys& keys, const std::string& node_name, const std::string& where,
+                   Gpu* gpu) {
+    std::uint64_t jobs_bytes = 0;
+    for (const toml::table* job_table : keys.jobs) {
+      Result<ResidentJob> job = read_job(*job_table, node_name, *gpu);
+      if (!job) return job.error();
+      jobs_bytes = saturating_add(jobs_bytes, job->mem_bytes);
+      gpu->jobs.push_back(std::move(*job));
+    }
+    if (keys.used == nullptr) {
+      // Without telemetry, the jobs' own figures are the best estimate.
+      gpu->mem_used_bytes = jobs_bytes;
+    } else if (gpu->mem_used_bytes > gpu->mem_bytes) {
+      return error_at(keys.used->source(),
+                      where + ": mem_used_bytes " + std::to_string(gpu->mem_used_bytes) +
+                          " exceeds its memory of " + std::to_string(gpu->mem_bytes) + " bytes");
+    }
+    return {};
+  }
+
+  Status read_gpu_reservation(const toml::table& table, const std::string& where, Gpu* gpu) {
+    Result<Reservation> reservation = read_reservation(table, where);
+    if (!reservation) return reservation.error();
+    if (const ResidentJob* owner = production_job(*gpu)) {
+      return error_at(table.source(), where + " is reserved for job '" + reservation->job +
+                                          "' but production job '" + owner->id + "' runs there");
+    }
+    reserved_for_.push_back({reservation->job, table.source(), where});
+    gpu->reservation = std::move(*reservation);
+    return {};
   }
 
   Result<ResidentJob> read_job(const toml::table& table, const std::string& node_name,
                                const Gpu& gpu) {
     ResidentJob job;
-    bool has_id = false, has_class = false, has_tenant = false;
-    toml::source_region id_at, tenant_at;
+    const toml::node* id_at = nullptr;
+    const toml::node* class_at = nullptr;
+    const toml::node* tenant_at = nullptr;
     Status s = walk(table, "[[node.gpu.job]]",
-                    {{"id",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        job.id = *value;
-                        id_at = node.source();
-                        has_id = true;
-                        return {};
-                      }},
-                     {"class",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_class(key, node);
-                        if (!value) return value.error();
-                        job.job_class = *value;
-                        has_class = true;
-                        return {};
-                      }},
-                     {"tenant",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        job.tenant = *value;
-                        tenant_at = node.source();
-                        has_tenant = true;
-                        return {};
-                      }},
-                     {"mem_bytes", [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_integer(key, node, 0, kMaxInt64);
-                        if (!value) return value.error();
-                        job.mem_bytes = static_cast<std::uint64_t>(*value);
-                        return {};
-                      }}});
+                    {{"id", bind_string(&job.id, &id_at)},
+                     {"class", bind_class(&job.job_class, &class_at)},
+                     {"tenant", bind_string(&job.tenant, &tenant_at)},
+                     {"mem_bytes", bind_bytes(&job.mem_bytes)}});
     if (!s) return s.error();
     std::string where = "job on GPU " + std::to_string(gpu.index) + " of node '" + node_name + "'";
-    if (!has_id) return missing(table, where, "id");
+    if (id_at == nullptr) return missing(table, where, "id");
     where = "job '" + job.id + "'";
-    if (!has_class) return missing(table, where, "class");
-    if (!has_tenant) return missing(table, where, "tenant");
-    references_.push_back({job.tenant, tenant_at, where});
+    if (class_at == nullptr) return missing(table, where, "class");
+    if (tenant_at == nullptr) return missing(table, where, "tenant");
+    references_.push_back({job.tenant, tenant_at->source(), where});
 
     std::string here = "GPU " + std::to_string(gpu.index) + " of node '" + node_name + "'";
     for (const ResidentJob& other : gpu.jobs) {
-      if (other.id == job.id) return error_at(id_at, where + " appears twice on " + here);
+      if (other.id == job.id) return error_at(id_at->source(), where + " appears twice on " + here);
     }
     if (job.job_class == JobClass::kProduction) {
       if (const ResidentJob* owner = production_job(gpu)) {
-        return error_at(id_at, here + " already runs production job '" + owner->id +
-                                   "'; a GPU takes at most one");
+        return error_at(id_at->source(), here + " already runs production job '" + owner->id +
+                                             "'; a GPU takes at most one");
       }
     }
     auto [it, first] = sightings_.try_emplace(
         job.id, JobSighting{job.job_class, job.tenant, node_name, gpu.index});
     if (!first && (it->second.job_class != job.job_class || it->second.tenant != job.tenant)) {
-      return error_at(id_at, where + " differs from the job of the same id on GPU " +
-                                 std::to_string(it->second.gpu) + " of node '" + it->second.node +
-                                 "' (class or tenant)");
+      return error_at(id_at->source(), where + " differs from the job of the same id on GPU " +
+                                           std::to_string(it->second.gpu) + " of node '" +
+                                           it->second.node + "' (class or tenant)");
     }
     return job;
   }
 
   Result<Reservation> read_reservation(const toml::table& table, const std::string& where) {
     Reservation reservation;
-    bool has_job = false, has_tenant = false;
-    toml::source_region tenant_at;
-    Status s = walk(table, "the reservation of " + where,
-                    {{"job",
-                      [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        reservation.job = *value;
-                        has_job = true;
-                        return {};
-                      }},
-                     {"tenant", [&](const toml::key& key, const toml::node& node) -> Status {
-                        auto value = get_string(key, node);
-                        if (!value) return value.error();
-                        reservation.tenant = *value;
-                        tenant_at = node.source();
-                        has_tenant = true;
-                        return {};
-                      }}});
+    const toml::node* job_at = nullptr;
+    const toml::node* tenant_at = nullptr;
+    const std::string what = "the reservation of " + where;
+    Status s = walk(table, what,
+                    {{"job", bind_string(&reservation.job, &job_at)},
+                     {"tenant", bind_string(&reservation.tenant, &tenant_at)}});
     if (!s) return s.error();
-    if (!has_job) return missing(table, "the reservation of " + where, "job");
-    if (!has_tenant) return missing(table, "the reservation of " + where, "tenant");
-    references_.push_back({reservation.tenant, tenant_at, "the reservation of " + where});
+    if (job_at == nullptr) return missing(table, what, "job");
+    if (tenant_at == nullptr) return missing(table, what, "tenant");
+    references_.push_back({reservation.tenant, tenant_at->source(), what});
     return reservation;
   }
 

@@ -69,6 +69,9 @@ Result<std::string> get_string(const json& value, const std::string& field) {
   if (!value.is_string()) return field_error(field, "must be a string, not " + json_type(value));
   std::string text = value.get<std::string>();
   if (text.empty()) return field_error(field, "must not be empty");
+  if (std::optional<std::size_t> at = control_character(text)) {
+    return field_error(field, control_character_message(text, *at) + " (got " + value.dump() + ")");
+  }
   return text;
 }
 
@@ -96,7 +99,14 @@ std::optional<JobId> job_id_of(const json& record) {
   if (!record.is_object()) return std::nullopt;
   auto it = record.find("id");
   if (it == record.end()) return std::nullopt;
-  if (it->is_string() && !it->get<std::string>().empty()) return JobId{it->get<std::string>(), {}};
+  if (it->is_string()) {
+    // An id with a control character is no id: it would split the
+    // record it is printed in (--format slurm, env), even one that
+    // reports it as invalid.
+    const std::string& text = it->get_ref<const std::string&>();
+    if (text.empty() || control_character(text)) return std::nullopt;
+    return JobId{text, {}};
+  }
   if (it->is_number_integer()) {
     if (it->is_number_unsigned() &&
         it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
@@ -119,6 +129,13 @@ Result<Job> job_from_json(const json& record) {
   if (id == record.end()) return make_error("the job has no 'id'");
   std::optional<JobId> parsed_id = job_id_of(record);
   if (!parsed_id) {
+    if (id->is_string()) {
+      const std::string& text = id->get_ref<const std::string&>();
+      if (std::optional<std::size_t> at = control_character(text)) {
+        return field_error("id",
+                           control_character_message(text, *at) + " (got " + id->dump() + ")");
+      }
+    }
     return field_error("id", "must be a non-empty string or an integer (got " + id->dump() + ")");
   }
   job.id = std::move(*parsed_id);

@@ -96,7 +96,18 @@ struct Placer::State {
 
   Status check(const Job& job, const std::string& tenant) const;
   ClassDecision decide_class(const Job& job, const std::string& tenant) const;
+  /// Step 4, in three tries: the smallest domain that fits, else several
+  /// nodes (multi_node), else a reservation on one node.
   Choice choose_production(const Job& job) const;
+  Choice choose_in_domain(const Job& job) const;
+  Choice choose_several_nodes(const Job& job) const;
+  Choice reserve_on_one_node(const Job& job) const;
+  Choice nothing_qualifies(const Job& job) const;
+  /// The GPUs of `d` that can take the production job.
+  std::vector<std::uint32_t> qualifying(const Domain& d, const Job& job) const;
+  /// The first `count` of `candidates` in gpu_order.
+  std::vector<std::uint32_t> take_first(std::vector<std::uint32_t> candidates, std::size_t count,
+                                        Order gpu_order) const;
   Choice choose_opportunistic(const Job& job);
   void release_reservation(const std::string& job_id);
   Status remove(const std::string& job_id);

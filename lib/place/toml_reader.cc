@@ -73,11 +73,16 @@ Error TomlReader::wrong_type(const toml::key& key, const toml::node& node,
 }
 
 Result<std::string> TomlReader::get_string(const toml::key& key, const toml::node& node,
-                                           bool allow_empty) const {
+                                           bool free_text) const {
   if (!node.is_string()) return wrong_type(key, node, "a string");
   std::string value = node.as_string()->get();
-  if (value.empty() && !allow_empty) {
+  if (value.empty() && !free_text) {
     return error_at(node.source(), "'" + std::string(key.str()) + "' must not be empty");
+  }
+  if (free_text) return value;
+  if (std::optional<std::size_t> at = control_character(value)) {
+    return error_at(node.source(),
+                    "'" + std::string(key.str()) + "' " + control_character_message(value, *at));
   }
   return value;
 }
@@ -177,6 +182,108 @@ Result<std::vector<const toml::table*>> TomlReader::get_tables(const toml::key& 
   }
   return error_at(node.source(), "'" + std::string(key.str()) + "' must be an array of tables (" +
                                      std::string(header) + "), not " + type_name(node));
+}
+
+namespace {
+
+/// The handler that reads a value with `get` and stores it, converted, in
+/// *out: the one shape of almost every key in the cluster file.
+template <typename T, typename Get>
+TomlReader::KeyHandler store(T* out, const toml::node** at, Get get) {
+  return [out, at, get](const toml::key& key, const toml::node& node) -> Status {
+    auto value = get(key, node);
+    if (!value) return value.error();
+    *out = static_cast<T>(*value);
+    if (at != nullptr) *at = &node;
+    return {};
+  };
+}
+
+}  // namespace
+
+TomlReader::KeyHandler TomlReader::bind_string(std::string* out, const toml::node** at,
+                                               bool free_text) const {
+  return store(out, at, [this, free_text](const toml::key& key, const toml::node& node) {
+    return get_string(key, node, free_text);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_integer(int* out, std::int64_t min,
+                                                const toml::node** at) const {
+  return store(out, at, [this, min](const toml::key& key, const toml::node& node) {
+    return get_integer(key, node, min, kMaxInt);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_integer(std::optional<int>* out, std::int64_t min) const {
+  return [this, out, min](const toml::key& key, const toml::node& node) -> Status {
+    auto value = get_integer(key, node, min, kMaxInt);
+    if (!value) return value.error();
+    *out = static_cast<int>(*value);
+    return {};
+  };
+}
+
+TomlReader::KeyHandler TomlReader::bind_integer(std::int64_t* out, std::int64_t min,
+                                                const toml::node** at) const {
+  return store(out, at, [this, min](const toml::key& key, const toml::node& node) {
+    return get_integer(key, node, min, kMaxInt);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_bytes(std::uint64_t* out, const toml::node** at) const {
+  return store(out, at, [this](const toml::key& key, const toml::node& node) {
+    return get_integer(key, node, 0, kMaxInt64);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_size(std::uint64_t* out, const toml::node** at) const {
+  return store(out, at, [this](const toml::key& key, const toml::node& node) {
+    return get_size(key, node);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_fraction(double* out) const {
+  return store(out, nullptr, [this](const toml::key& key, const toml::node& node) {
+    return get_fraction(key, node);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_bool(bool* out) const {
+  return store(out, nullptr, [this](const toml::key& key, const toml::node& node) {
+    return get_bool(key, node);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_order(Order* out) const {
+  return store(out, nullptr, [this](const toml::key& key, const toml::node& node) {
+    return get_order(key, node);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_class(JobClass* out, const toml::node** at) const {
+  return store(out, at, [this](const toml::key& key, const toml::node& node) {
+    return get_class(key, node);
+  });
+}
+
+TomlReader::KeyHandler TomlReader::bind_table(const toml::table** out) const {
+  return [this, out](const toml::key& key, const toml::node& node) -> Status {
+    if (!node.is_table()) return wrong_type(key, node, "a table");
+    *out = node.as_table();
+    return {};
+  };
+}
+
+TomlReader::KeyHandler TomlReader::bind_tables(std::vector<const toml::table*>* out,
+                                               std::string header) const {
+  return [this, out, header = std::move(header)](const toml::key& key,
+                                                 const toml::node& node) -> Status {
+    auto tables = get_tables(key, node, header);
+    if (!tables) return tables.error();
+    *out = std::move(*tables);
+    return {};
+  };
 }
 
 Error TomlReader::missing(const toml::table& table, std::string_view where,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,8 +38,10 @@ class TomlReader {
   /// "WHERE has no 'KEY'", at the table.
   Error missing(const toml::table& table, std::string_view where, std::string_view key) const;
 
+  /// A name or id: not empty, no control characters. `free_text` (a GPU
+  /// model) may be empty and hold any character; no message quotes it.
   Result<std::string> get_string(const toml::key& key, const toml::node& node,
-                                 bool allow_empty = false) const;
+                                 bool free_text = false) const;
   Result<std::int64_t> get_integer(const toml::key& key, const toml::node& node, std::int64_t min,
                                    std::int64_t max) const;
   /// A fraction in [0, 1]; TOML integers 0 and 1 are accepted as well.
@@ -59,6 +62,27 @@ class TomlReader {
   /// The tables of an array of tables (`[[name]]`), or an error.
   Result<std::vector<const toml::table*>> get_tables(const toml::key& key, const toml::node& node,
                                                      std::string_view header) const;
+
+  // Handlers that check a key's value and store it in *out. When `at` is
+  // given, it is set to the value's node: whether the key was given, and
+  // where, for later errors. The reader must outlive the handlers, and the
+  // document the nodes.
+  KeyHandler bind_string(std::string* out, const toml::node** at = nullptr,
+                         bool free_text = false) const;
+  KeyHandler bind_integer(int* out, std::int64_t min, const toml::node** at = nullptr) const;
+  KeyHandler bind_integer(std::optional<int>* out, std::int64_t min) const;
+  KeyHandler bind_integer(std::int64_t* out, std::int64_t min,
+                          const toml::node** at = nullptr) const;
+  KeyHandler bind_bytes(std::uint64_t* out, const toml::node** at = nullptr) const;
+  KeyHandler bind_size(std::uint64_t* out, const toml::node** at = nullptr) const;
+  KeyHandler bind_fraction(double* out) const;
+  KeyHandler bind_bool(bool* out) const;
+  KeyHandler bind_order(Order* out) const;
+  KeyHandler bind_class(JobClass* out, const toml::node** at = nullptr) const;
+  /// A sub-table (`[a.b]`).
+  KeyHandler bind_table(const toml::table** out) const;
+  /// An array of tables; `header` names it in errors ("[[node.gpu]]").
+  KeyHandler bind_tables(std::vector<const toml::table*>* out, std::string header) const;
 
   const std::string& source_name() const { return source_name_; }
 

@@ -31,8 +31,9 @@ long long now_ms() {
     dup2(null, STDERR_FILENO);
     if (null > STDERR_FILENO) close(null);
   }
-  const char* argv[] = {ctl_path.c_str(), "--socket", plan.socket_path.c_str(), "serve",
-                        "--idle-exit", "--log-file", log_path.c_str(), nullptr, nullptr, nullptr};
+  const char* argv[] = {ctl_path.c_str(), "--socket",   plan.socket_path.c_str(), "serve",
+                        "--idle-exit",    "--log-file", log_path.c_str(),         nullptr,
+                        nullptr,          nullptr};
   if (!idle_grace.empty()) {
     argv[7] = "--idle-grace";
     argv[8] = idle_grace.c_str();
@@ -51,8 +52,25 @@ Result<CoordinatorPlan> plan_coordinator() {
     return make_error("the coordinator socket path is too long for a unix socket");
   }
   plan.socket_path = path;
-  coord::SocketProbe probe = coord::probe_socket(path);
-  if (probe == coord::SocketProbe::kLive) return plan;
+  // Another user may have created the per-user directory first (sudo and
+  // cron run without XDG_RUNTIME_DIR): never start or trust a coordinator
+  // there.
+  char why[256];
+  if (!coord::socket_directory_trusted(path, why, sizeof why)) {
+    plan.warning = "refusing the coordinator socket " + plan.socket_path + ": " + why +
+                   "; the job enforces its own limits only";
+    return plan;
+  }
+  uid_t peer_uid = 0;
+  coord::SocketProbe probe = coord::probe_socket(path, nullptr, &peer_uid);
+  if (probe == coord::SocketProbe::kLive) {
+    if (peer_uid != static_cast<uid_t>(-1) && !coord::trusted_uid(peer_uid)) {
+      plan.warning = "refusing the coordinator on " + plan.socket_path + ": it runs as uid " +
+                     std::to_string(peer_uid) +
+                     ", not as this user or root; the job enforces its own limits only";
+    }
+    return plan;
+  }
   if (source == coord::SocketSource::kNode) {
     plan.warning = "the node coordinator at " + plan.socket_path +
                    " is not running; the job enforces its own limits only";
@@ -75,7 +93,8 @@ Status start_coordinator(const std::string& ctl_path, const CoordinatorPlan& pla
   }
   std::string log_path = std::string(directory) + "/coordinator.log";
   pid_t child = fork();
-  if (child < 0) return make_error(std::string("cannot start a coordinator: ") + std::strerror(errno));
+  if (child < 0)
+    return make_error(std::string("cannot start a coordinator: ") + std::strerror(errno));
   if (child == 0) {
     // Fork again so the coordinator is not our child: gpushare-run execs the
     // job next, and the job should not inherit a child it never waits for.

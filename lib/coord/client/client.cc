@@ -61,6 +61,10 @@ constexpr std::size_t kMaxReplyBytes = 4096;
 // afterwards.
 struct Config {
   char socket_path[128];
+  // The socket's per-user directory (empty when the path was given or is
+  // node-wide): checked before each connection, since another user may
+  // create it first.
+  char private_directory[128];
   char name[wire::kMaxNameBytes + 1];
   char qos[16];
   int device_count;
@@ -246,9 +250,28 @@ Outcome try_register(int timeout_ms, Registration* out) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   memcpy(address.sun_path, g_config.socket_path, strlen(g_config.socket_path) + 1);
+  if (g_config.private_directory[0] != '\0') {
+    uid_t owner = 0;
+    DirectoryTrust trust = check_private_directory(g_config.private_directory, &owner);
+    if (trust != DirectoryTrust::kPrivate && trust != DirectoryTrust::kAbsent) {
+      log_line("refusing the coordinator socket directory %s: %s (uid %u)",
+               g_config.private_directory, directory_trust_name(trust),
+               static_cast<unsigned>(owner));
+      close(fd);
+      return Outcome::kRefused;
+    }
+  }
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
     close(fd);
     return Outcome::kUnreachable;
+  }
+  // Trust nothing a coordinator says before knowing who it is.
+  uid_t peer_uid = 0;
+  if (!peer_is_trusted(fd, &peer_uid)) {
+    log_line("refusing the coordinator on %s: it runs as uid %d, not as this user or root",
+             g_config.socket_path, static_cast<int>(peer_uid));
+    close(fd);
+    return Outcome::kRefused;
   }
 
   // Ask with the limits in force now, so a restarted coordinator keeps them.
@@ -471,6 +494,13 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     }
   } else if (!default_socket_path(g_config.socket_path, sizeof g_config.socket_path)) {
     g_config.socket_path[0] = '\0';
+  }
+  g_config.private_directory[0] = '\0';
+  if (g_config.socket_path[0] != '\0' && in_per_user_directory(g_config.socket_path) &&
+      !socket_directory(g_config.socket_path, g_config.private_directory,
+                        sizeof g_config.private_directory)) {
+    g_config.private_directory[0] = '\0';
+    g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
   }
 
   int count = job.device_count < 0 ? 0 : job.device_count;

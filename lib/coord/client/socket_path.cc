@@ -82,7 +82,7 @@ bool socket_directory(const char* socket_path, char* buffer, std::size_t size) {
   return true;
 }
 
-SocketProbe probe_socket(const char* path, int* peer_pid) {
+SocketProbe probe_socket(const char* path, int* peer_pid, uid_t* peer_uid) {
   struct stat info;
   if (lstat(path, &info) != 0) return errno == ENOENT ? SocketProbe::kAbsent : SocketProbe::kError;
   if (!S_ISSOCK(info.st_mode)) return SocketProbe::kNotSocket;
@@ -95,17 +95,16 @@ SocketProbe probe_socket(const char* path, int* peer_pid) {
   SocketProbe result;
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
     result = SocketProbe::kLive;
-    if (peer_pid != nullptr) {
-      ucred credentials{};
-      socklen_t length = sizeof credentials;
-      *peer_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0
-                      ? static_cast<int>(credentials.pid)
-                      : 0;
-    }
+    ucred credentials{};
+    socklen_t length = sizeof credentials;
+    bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0;
+    if (peer_pid != nullptr) *peer_pid = known ? static_cast<int>(credentials.pid) : 0;
+    if (peer_uid != nullptr) *peer_uid = known ? credentials.uid : static_cast<uid_t>(-1);
   } else if (errno == EAGAIN) {
     // The listen backlog is full: someone is listening, just busy.
     result = SocketProbe::kLive;
     if (peer_pid != nullptr) *peer_pid = 0;
+    if (peer_uid != nullptr) *peer_uid = static_cast<uid_t>(-1);
   } else if (errno == ECONNREFUSED) {
     result = SocketProbe::kStale;
   } else if (errno == ENOENT) {
@@ -115,6 +114,69 @@ SocketProbe probe_socket(const char* path, int* peer_pid) {
   }
   close(fd);
   return result;
+}
+
+bool trusted_uid(uid_t uid) { return uid == 0 || uid == getuid() || uid == geteuid(); }
+
+bool peer_is_trusted(int fd, uid_t* peer_uid) {
+  ucred credentials{};
+  socklen_t length = sizeof credentials;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0 ||
+      length != sizeof credentials) {
+    if (peer_uid != nullptr) *peer_uid = static_cast<uid_t>(-1);
+    return false;
+  }
+  if (peer_uid != nullptr) *peer_uid = credentials.uid;
+  return trusted_uid(credentials.uid);
+}
+
+DirectoryTrust check_private_directory(const char* directory, uid_t* owner) {
+  struct stat info;
+  if (lstat(directory, &info) != 0) {
+    return errno == ENOENT ? DirectoryTrust::kAbsent : DirectoryTrust::kError;
+  }
+  if (owner != nullptr) *owner = info.st_uid;
+  if (!S_ISDIR(info.st_mode)) return DirectoryTrust::kNotDirectory;
+  if (!trusted_uid(info.st_uid)) return DirectoryTrust::kForeign;
+  if ((info.st_mode & 077) != 0) return DirectoryTrust::kNotPrivate;
+  return DirectoryTrust::kPrivate;
+}
+
+const char* directory_trust_name(DirectoryTrust trust) {
+  switch (trust) {
+    case DirectoryTrust::kPrivate:
+      return "private";
+    case DirectoryTrust::kAbsent:
+      return "absent";
+    case DirectoryTrust::kForeign:
+      return "owned by another user";
+    case DirectoryTrust::kNotPrivate:
+      return "open to other users (it must be mode 0700)";
+    case DirectoryTrust::kNotDirectory:
+      return "not a directory (a link or a file)";
+    case DirectoryTrust::kError:
+      return "not readable";
+  }
+  return "not readable";
+}
+
+bool socket_directory_trusted(const char* socket_path, char* why, std::size_t why_size,
+                              const char* (*getenv_fn)(const char*)) {
+  if (!in_per_user_directory(socket_path, getenv_fn)) return true;
+  char directory[256];
+  if (!socket_directory(socket_path, directory, sizeof directory)) return false;
+  uid_t owner = 0;
+  DirectoryTrust trust = check_private_directory(directory, &owner);
+  if (trust == DirectoryTrust::kPrivate || trust == DirectoryTrust::kAbsent) return true;
+  if (why != nullptr && why_size > 0) {
+    if (trust == DirectoryTrust::kForeign) {
+      snprintf(why, why_size, "%s is owned by uid %u, not by this user", directory,
+               static_cast<unsigned>(owner));
+    } else {
+      snprintf(why, why_size, "%s is %s", directory, directory_trust_name(trust));
+    }
+  }
+  return false;
 }
 
 const char* probe_name(SocketProbe probe) {
