@@ -110,12 +110,23 @@ static int option_callback(int val, const char* optarg, int remote) {
   return parse_request(optarg);
 }
 
-struct spank_option spank_options[] = {
-    {"gpushare", "production|opportunistic[,mem=SIZE][,compute=PCT]",
-     "Share the GPU with gpushare in this class, with a memory limit (8GiB, 50%) and a share "
-     "of GPU time",
-     1, 0, option_callback},
-    SPANK_OPTIONS_TABLE_END};
+// Registered from slurm_spank_init: Slurm 22.05's sbatch ignored an
+// exported spank_options table (tested), and registering works in every
+// context.
+static struct spank_option gpushare_option = {
+    "gpushare",
+    "production|opportunistic[,mem=SIZE][,compute=PCT]",
+    "Share the GPU with gpushare in this class, with a memory limit (8GiB, 50%) and a share "
+    "of GPU time (gpushare-slurm(7))",
+    1,
+    0,
+    option_callback};
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  return spank_option_register(sp, &gpushare_option) == ESPANK_SUCCESS ? 0 : -1;
+}
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
   (void)ac;
