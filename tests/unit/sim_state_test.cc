@@ -205,6 +205,20 @@ TEST_CASE("kernels of all processes share one timeline", "[sim]") {
   CHECK(busy_ns_between(device, 1700, 5050) == 150);
 }
 
+TEST_CASE("busy time is attributed to the process that launched it", "[sim]") {
+  DeviceState device{};
+  reserve_kernel(&device, 1000, 500, 11);
+  reserve_kernel(&device, 1000, 300, 22);  // queued behind 11's kernel: 1500..1800
+  reserve_kernel(&device, 1800, 200, 11);  // back to back with 22's, but not merged
+  CHECK(device.ring_count == 3);
+  CHECK(busy_ns_between(device, 0, 10000, 11) == 700);
+  CHECK(busy_ns_between(device, 0, 10000, 22) == 300);
+  CHECK(busy_ns_between(device, 0, 10000, 33) == 0);
+  CHECK(busy_ns_between(device, 0, 10000) == 1000);  // all processes
+  CHECK(busy_ns_between(device, 1600, 1900, 22) == 200);
+  CHECK(busy_ns_between(device, 1600, 1900, 11) == 100);
+}
+
 TEST_CASE("the busy ring forgets only the oldest intervals", "[sim]") {
   DeviceState device{};
   for (int i = 0; i < kBusyRing + 10; ++i) reserve_kernel(&device, i * 100, 10);
