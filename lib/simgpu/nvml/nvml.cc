@@ -48,7 +48,9 @@ static int device_of(void* handle) {
   if (g_nvml.references == 0 || handle == nullptr) return -1;
   auto* device = static_cast<DeviceHandle*>(handle);
   if (device < &g_nvml.devices[0] || device >= &g_nvml.devices[g_nvml.device_count]) return -1;
-  return device->index;
+  // From the address, never from the memory behind it, which a caller that
+  // confuses a handle with an output pointer may have overwritten.
+  return static_cast<int>(device - &g_nvml.devices[0]);
 }
 
 nvmlReturn_t check(void* handle, int* device) {
@@ -175,7 +177,6 @@ nvmlReturn_t running_processes(void* handle, unsigned* count, Info* infos) {
 }
 
 }  // namespace
-
 
 NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) { return initialise(); }
 NVML_EXPORT nvmlReturn_t nvmlInit(void) { return initialise(); }
@@ -401,12 +402,12 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(void* handle, uns
                                                                void*) {
   return no_processes(handle, count);
 }
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(void* handle,
-                                                                  unsigned int* count, void*) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(void* handle, unsigned int* count,
+                                                                  void*) {
   return no_processes(handle, count);
 }
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle,
-                                                                  unsigned int* count, void*) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle, unsigned int* count,
+                                                                  void*) {
   return no_processes(handle, count);
 }
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(void* handle, unsigned int* count,

@@ -60,8 +60,9 @@ nvmlReturn_t pci_info(void* handle, nvmlPciInfo_t* pci, bool legacy_bus_id) {
   std::snprintf(info.busIdLegacy, sizeof info.busIdLegacy, "%04x:%02x:%02x.0", info.domain,
                 info.bus, info.device);
   // Before _v3 the bus id had a 4-digit domain; since, 8 digits.
-  std::snprintf(info.busId, sizeof info.busId, legacy_bus_id ? "%04x:%02x:%02x.0" : "%08x:%02x:%02x.0",
-                info.domain, info.bus, info.device);
+  std::snprintf(info.busId, sizeof info.busId,
+                legacy_bus_id ? "%04x:%02x:%02x.0" : "%08x:%02x:%02x.0", info.domain, info.bus,
+                info.device);
   *pci = info;
   return NVML_SUCCESS;
 }

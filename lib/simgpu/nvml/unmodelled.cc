@@ -26,9 +26,10 @@ nvmlReturn_t not_modelled(const char* name, int* said) {
                                "NVML (NVML_ERROR_NOT_SUPPORTED)\n",
                                static_cast<int>(getpid()), name);
     if (length > 0) {
-      ssize_t ignored = ::write(2, line, static_cast<std::size_t>(length) < sizeof line
-                                             ? static_cast<std::size_t>(length)
-                                             : sizeof line - 1);
+      ssize_t ignored =
+          ::write(2, line,
+                  static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length)
+                                                                 : sizeof line - 1);
       (void)ignored;
     }
   }
@@ -37,9 +38,9 @@ nvmlReturn_t not_modelled(const char* name, int* said) {
 
 }  // namespace
 
-#define GPUSHARE_NVML_UNMODELLED(name)                                                    \
-  extern "C" __attribute__((weak, visibility("default"))) nvmlReturn_t name() {           \
-    static int said = 0;                                                                   \
-    return not_modelled(#name, &said);                                                     \
+#define GPUSHARE_NVML_UNMODELLED(name)                                          \
+  extern "C" __attribute__((weak, visibility("default"))) nvmlReturn_t name() { \
+    static int said = 0;                                                        \
+    return not_modelled(#name, &said);                                          \
   }
 #include "nvml_unmodelled.inc"

@@ -92,7 +92,8 @@ Window window_since(unsigned long long last_seen_us) {
   window.now_us = realtime_us();
   window.from_ns = window.now_ns - g_nvml.config.util_window_ns;
   if (last_seen_us != 0 && last_seen_us < window.now_us) {
-    std::int64_t since_ns = window.now_ns - static_cast<std::int64_t>(window.now_us - last_seen_us) * 1000;
+    std::int64_t since_ns =
+        window.now_ns - static_cast<std::int64_t>(window.now_us - last_seen_us) * 1000;
     if (since_ns > window.from_ns) window.from_ns = since_ns;
   }
   if (window.now_ns - window.from_ns < 1'000'000) window.from_ns = window.now_ns - 1'000'000;
@@ -170,15 +171,15 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetSamples(void* handle, int type,
   unsigned long long now_us = realtime_us();
   unsigned written = 0;
   for (std::int64_t back = periods; back >= 1 && written < *count; --back) {
-    unsigned long long stamp = now_us - static_cast<unsigned long long>((back - 1) * kSamplePeriodUs);
+    unsigned long long stamp =
+        now_us - static_cast<unsigned long long>((back - 1) * kSamplePeriodUs);
     if (stamp <= last_seen_us) continue;
     std::int64_t to_ns = now_ns - (back - 1) * kSamplePeriodUs * 1000;
     nvmlSample_t sample{};
     sample.timeStamp = stamp;
-    sample.sampleValue.uiVal =
-        type == NVML_GPU_UTILIZATION_SAMPLES
-            ? busy_percent(device, to_ns - kSamplePeriodUs * 1000, to_ns, 0)
-            : 0;
+    sample.sampleValue.uiVal = type == NVML_GPU_UTILIZATION_SAMPLES
+                                   ? busy_percent(device, to_ns - kSamplePeriodUs * 1000, to_ns, 0)
+                                   : 0;
     samples[written++] = sample;
   }
   unlock_state();
