@@ -119,6 +119,7 @@ int serve(const CtlOptions& options) {
     return exit_status::kUsage;
   }
   server.idle_exit = options.idle_exit;
+  server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
 
   // The socket's directory first: the log usually lives beside the socket

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/jsonl.h"
+#include "common/saturate.h"
 
 namespace gpushare::coord {
 namespace {
@@ -309,9 +310,10 @@ ordered_json job_record(const JobView& job) {
   std::uint64_t used = 0;
   std::uint64_t limit = 0;
   for (const JobDeviceView& d : job.devices) {
-    used += d.mem_used_bytes;
-    limit =
-        (limit == kNoLimit || d.mem_limit_bytes == kNoLimit) ? kNoLimit : limit + d.mem_limit_bytes;
+    used = saturating_add(used, d.mem_used_bytes);
+    limit = (limit == kNoLimit || d.mem_limit_bytes == kNoLimit)
+                ? kNoLimit
+                : std::min(saturating_add(limit, d.mem_limit_bytes), kNoLimit - 1);
   }
   record["device"] =
       job.devices.empty() ? ordered_json(nullptr) : ordered_json(job.devices[0].uuid);
@@ -336,15 +338,17 @@ std::vector<ordered_json> node_records(const NodeView& node) {
   ClassTotals production, opportunistic;
   auto add = [](ClassTotals& sum, const ClassTotals& part) {
     sum.jobs += part.jobs;
-    sum.mem_used_bytes += part.mem_used_bytes;
-    sum.mem_limit_bytes = (sum.mem_limit_bytes == kNoLimit || part.mem_limit_bytes == kNoLimit)
-                              ? kNoLimit
-                              : sum.mem_limit_bytes + part.mem_limit_bytes;
+    sum.mem_used_bytes = saturating_add(sum.mem_used_bytes, part.mem_used_bytes);
+    sum.mem_limit_bytes =
+        (sum.mem_limit_bytes == kNoLimit || part.mem_limit_bytes == kNoLimit)
+            ? kNoLimit
+            : std::min(saturating_add(sum.mem_limit_bytes, part.mem_limit_bytes), kNoLimit - 1);
   };
   std::uint64_t total = 0, used = 0, free = 0;
   for (const DeviceView& d : node.devices) {
     ordered_json record = ordered_json::object();
-    std::uint64_t device_used = d.production.mem_used_bytes + d.opportunistic.mem_used_bytes;
+    std::uint64_t device_used =
+        saturating_add(d.production.mem_used_bytes, d.opportunistic.mem_used_bytes);
     record["kind"] = "device";
     record["version"] = 1;
     record["uuid"] = d.uuid;
@@ -359,9 +363,9 @@ std::vector<ordered_json> node_records(const NodeView& node) {
     records.push_back(std::move(record));
     add(production, d.production);
     add(opportunistic, d.opportunistic);
-    total += d.mem_total_bytes;
-    used += device_used;
-    free += device_free;
+    total = saturating_add(total, d.mem_total_bytes);
+    used = saturating_add(used, device_used);
+    free = saturating_add(free, device_free);
   }
   ordered_json summary = ordered_json::object();
   summary["kind"] = "node";

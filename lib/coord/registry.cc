@@ -1,7 +1,9 @@
 #include "coord/registry.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "common/saturate.h"
 #include "common/units.h"
 
 namespace gpushare::coord {
@@ -29,41 +31,118 @@ Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_tot
 }
 
 Result<Job*> Registry::add(const RegisterRequest& request, const Caller& peer) {
-  // A returning job keeps its old id when it is free. Hints stay small, so
-  // that one job cannot push every later id to the end of the range.
+  // A returning job keeps its old id when it is free and was not another
+  // user's. Hints stay small, so that one job cannot push every later id to
+  // the end of the range.
   std::uint64_t id = next_id_;
+  const Decision* restored = nullptr;
   if (request.id_hint != 0 && request.id_hint <= kMaxIdHint && jobs_.count(request.id_hint) == 0) {
-    id = request.id_hint;
+    auto memory = remembered_.find(request.id_hint);
+    if (memory == remembered_.end()) {
+      id = request.id_hint;
+    } else if (memory->second.uid == peer.uid) {
+      id = request.id_hint;
+      // The same process coming back: what was decided for it holds again.
+      if (memory->second.pid == peer.pid &&
+          memory->second.mem_limit_bytes.size() == request.devices.size()) {
+        restored = &memory->second;
+      }
+    }
   }
   std::vector<std::uint64_t> limits;
   for (const DeviceRegistration& device : request.devices) {
     limits.push_back(device.mem_limit_bytes);
   }
+  std::uint32_t qos = request.qos;
+  if (restored != nullptr) {
+    limits = restored->mem_limit_bytes;
+    qos = restored->qos;
+  }
   Result<std::unique_ptr<ControlBlock>> block =
-      ControlBlock::create(id, static_cast<int>(limits.size()), limits.data(), request.qos);
+      ControlBlock::create(id, static_cast<int>(limits.size()), limits.data(), qos);
   if (!block) return block.error();
   next_id_ = std::max(next_id_, id + 1);
 
-  for (const DeviceRegistration& device : request.devices) {
-    auto known = std::find_if(devices_.begin(), devices_.end(),
-                              [&](const Device& d) { return d.uuid == device.uuid; });
-    if (known == devices_.end()) {
-      devices_.push_back({device.uuid, device.mem_total_bytes});
-    } else {
-      known->mem_total_bytes = std::max(known->mem_total_bytes, device.mem_total_bytes);
-    }
-  }
   Job& job = jobs_[id];
   job.id = id;
-  job.name = request.name;
+  job.name = restored != nullptr ? restored->name : request.name;
   job.pid = peer.pid;
   job.uid = peer.uid;
   job.devices = request.devices;
   job.block = std::move(*block);
+  if (restored != nullptr) {
+    job.block->set_paused(restored->paused);
+    remembered_.erase(id);
+  }
+  learn_devices();
   return &job;
 }
 
-bool Registry::remove(std::uint64_t id) { return jobs_.erase(id) > 0; }
+// The devices the node view shows: those of registered jobs, each with the
+// smallest total any of them reports (a job can make a device look smaller
+// in `node`, never larger, and a device no job uses any more is forgotten).
+void Registry::learn_devices() {
+  std::vector<Device> seen;
+  for (const auto& [id, job] : jobs_) {
+    for (const DeviceRegistration& device : job.devices) {
+      auto known = std::find_if(seen.begin(), seen.end(),
+                                [&](const Device& d) { return d.uuid == device.uuid; });
+      if (known == seen.end()) {
+        seen.push_back({device.uuid, device.mem_total_bytes});
+      } else {
+        known->mem_total_bytes = std::min(known->mem_total_bytes, device.mem_total_bytes);
+      }
+    }
+  }
+  // Keep the order devices were first seen in.
+  std::vector<Device> ordered;
+  for (const Device& old : devices_) {
+    auto it =
+        std::find_if(seen.begin(), seen.end(), [&](const Device& d) { return d.uuid == old.uuid; });
+    if (it != seen.end()) ordered.push_back(*it);
+  }
+  for (const Device& device : seen) {
+    if (std::none_of(ordered.begin(), ordered.end(),
+                     [&](const Device& d) { return d.uuid == device.uuid; })) {
+      ordered.push_back(device);
+    }
+  }
+  devices_ = std::move(ordered);
+}
+
+void Registry::remember(std::vector<Decision> decisions) {
+  for (Decision& decision : decisions) {
+    if (decision.id == 0 || decision.id > kMaxIdHint || jobs_.count(decision.id) != 0) continue;
+    next_id_ = std::max(next_id_, decision.id + 1);
+    remembered_[decision.id] = std::move(decision);
+  }
+}
+
+std::vector<Decision> Registry::decisions() const {
+  std::vector<Decision> out;
+  for (const auto& [id, job] : jobs_) {
+    Decision d;
+    d.id = id;
+    d.uid = job.uid;
+    d.pid = job.pid;
+    d.name = job.name;
+    d.qos = job.block->qos();
+    d.paused = job.block->paused();
+    for (std::size_t i = 0; i < job.devices.size(); ++i) {
+      d.mem_limit_bytes.push_back(job.block->mem_limit(static_cast<int>(i)));
+    }
+    out.push_back(std::move(d));
+  }
+  // Decisions not yet claimed by their job stay until it comes back.
+  for (const auto& [id, decision] : remembered_) out.push_back(decision);
+  return out;
+}
+
+bool Registry::remove(std::uint64_t id) {
+  bool removed = jobs_.erase(id) > 0;
+  if (removed) learn_devices();
+  return removed;
+}
 
 const Job* Registry::find(std::uint64_t id) const {
   auto it = jobs_.find(id);
@@ -124,17 +203,18 @@ NodeView Registry::node(std::uint64_t now_ns) const {
       if (it == node.devices.end()) continue;
       ClassTotals& totals = v.qos == kQosOpportunistic ? it->opportunistic : it->production;
       totals.jobs += 1;
-      totals.mem_used_bytes += jd.mem_used_bytes;
+      totals.mem_used_bytes = saturating_add(totals.mem_used_bytes, jd.mem_used_bytes);
       totals.mem_limit_bytes =
           (totals.mem_limit_bytes == kNoLimit || jd.mem_limit_bytes == kNoLimit)
               ? kNoLimit
-              : totals.mem_limit_bytes + jd.mem_limit_bytes;
+              : std::min(saturating_add(totals.mem_limit_bytes, jd.mem_limit_bytes), kNoLimit - 1);
     }
   }
   return node;
 }
 
-Result<Job*> Registry::resolve(std::string_view selector, std::string* reason) const {
+Result<Job*> Registry::resolve(std::string_view selector, std::string* reason,
+                               const Caller* caller) const {
   auto* self = const_cast<Registry*>(this);
   if (all_digits(selector)) {
     std::uint64_t number = std::stoull(std::string(selector));
@@ -146,6 +226,13 @@ Result<Job*> Registry::resolve(std::string_view selector, std::string* reason) c
   std::vector<Job*> named;
   for (auto& [id, job] : self->jobs_) {
     if (job.name == selector) named.push_back(&job);
+  }
+  if (caller != nullptr && named.size() > 1) {
+    std::vector<Job*> own;
+    for (Job* job : named) {
+      if (job->uid == caller->uid) own.push_back(job);
+    }
+    if (!own.empty()) named = std::move(own);
   }
   if (named.size() == 1) return named.front();
   if (named.empty()) {
@@ -168,7 +255,7 @@ Result<JobView> Registry::show(std::string_view selector, std::uint64_t now_ns,
 
 Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, std::uint64_t now_ns,
                               std::string* reason) {
-  Result<Job*> found = resolve(request.job, reason);
+  Result<Job*> found = resolve(request.job, reason, &caller);
   if (!found) return found.error();
   Job& job = **found;
 
@@ -203,7 +290,7 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
 
 Result<JobView> Registry::pause(const PauseRequest& request, const Caller& caller,
                                 std::uint64_t now_ns, std::string* reason) {
-  Result<Job*> found = resolve(request.job, reason);
+  Result<Job*> found = resolve(request.job, reason, &caller);
   if (!found) return found.error();
   Job& job = **found;
   if (Status ok = may_act(caller, policy_, job.id, job.uid); !ok) {

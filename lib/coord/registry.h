@@ -33,6 +33,18 @@ inline constexpr const char* kReasonDenied = "permission-denied";
 inline constexpr const char* kReasonInvalid = "invalid-value";
 inline constexpr const char* kReasonInternal = "internal";
 
+/// What the coordinator decided for a job, kept in its state file so that a
+/// restarted coordinator restores it when the job registers again.
+struct Decision {
+  std::uint64_t id = 0;
+  uid_t uid = 0;
+  pid_t pid = 0;
+  std::string name;
+  std::uint32_t qos = kQosProduction;
+  bool paused = false;
+  std::vector<std::uint64_t> mem_limit_bytes;  ///< per device, in registration order
+};
+
 struct Job {
   std::uint64_t id = 0;
   std::string name;
@@ -65,9 +77,20 @@ class Registry {
 
   const Policy& policy() const { return policy_; }
 
+  /// Decisions of an earlier coordinator. A job that registers again from
+  /// the same process (uid and pid) with its old id gets them back: its
+  /// limits, class, name and pause. An id remembered for one uid is never
+  /// given to another (an id hint is only honoured for its owner).
+  void remember(std::vector<Decision> decisions);
+  /// The decisions in force now, one per registered job, for the state file.
+  std::vector<Decision> decisions() const;
+
  private:
-  /// JOB is an id, then a pid, then a name (which must be unique).
-  Result<Job*> resolve(std::string_view selector, std::string* reason) const;
+  /// JOB is an id, then a pid, then a name. A name is looked up among the
+  /// caller's own jobs first, so another user cannot make it ambiguous by
+  /// copying it; otherwise it must be unique.
+  Result<Job*> resolve(std::string_view selector, std::string* reason,
+                       const Caller* caller = nullptr) const;
   JobView view(const Job& job, std::uint64_t now_ns) const;
 
   Policy policy_;
@@ -76,8 +99,11 @@ class Registry {
     std::string uuid;
     std::uint64_t mem_total_bytes;
   };
-  std::vector<Device> devices_;  // every device seen, in the order first seen
+  std::vector<Device> devices_;  // devices of registered jobs, in the order first seen
+  std::map<std::uint64_t, Decision> remembered_;  // by id, from an earlier coordinator
   std::uint64_t next_id_ = 1;
+
+  void learn_devices();
 };
 
 /// A memory limit as `set` takes it, for one device: a size, a percentage

@@ -1,6 +1,7 @@
 #include "coord/server.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "coord/decisions.h"
 #include "coord/line_buffer.h"
 #include "coord/listener.h"
 #include "coord/protocol.h"
@@ -160,7 +162,7 @@ struct Server::Impl {
   int spare_fd = -1;         // closed to accept-and-refuse when out of descriptors
   int accept_pause_fd = -1;  // timer: accepting resumes when it fires
   bool accepting = true;
-  RateLimitedWarning refused_warning, descriptors_warning, unread_warning;
+  RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
 
   Impl(ServerOptions o, Listener l)
       : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
@@ -179,6 +181,32 @@ struct Server::Impl {
   void warning(const std::string& line) const {
     if (options.warning) options.warning(line);
   }
+  // Loads an earlier coordinator's decisions for jobs still alive.
+  void restore_decisions() {
+    if (options.state_path.empty()) return;
+    Result<std::vector<Decision>> loaded = load_decisions(options.state_path);
+    if (!loaded) {
+      warning(loaded.error().message + "; starting afresh");
+      return;
+    }
+    std::vector<Decision> alive;
+    for (Decision& decision : *loaded) {
+      if (kill(decision.pid, 0) == 0 || errno == EPERM) alive.push_back(std::move(decision));
+    }
+    if (!alive.empty()) {
+      note("remembering the decisions for " + std::to_string(alive.size()) +
+           " job(s) of an earlier coordinator until they register again");
+    }
+    registry.remember(std::move(alive));
+  }
+
+  void save_decisions_now() {
+    if (options.state_path.empty()) return;
+    if (Status saved = save_decisions(options.state_path, registry.decisions()); !saved) {
+      limited_warning(state_warning, saved.error().message);
+    }
+  }
+
   void limited_warning(RateLimitedWarning& kind, const std::string& line) {
     if (std::optional<std::string> out = kind.pass(now_ns(), line)) warning(*out);
   }
@@ -256,6 +284,7 @@ struct Server::Impl {
              std::to_string(job->pid) + ") " + why);
       }
       registry.remove(c.job_id);
+      save_decisions_now();
       arm_idle_timer();
     }
     close_fds(c);  // closing removes the descriptors from the epoll set
@@ -574,6 +603,7 @@ struct Server::Impl {
       drop(key, "could not be sent its control block");
       return false;
     }
+    save_decisions_now();
     note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
          std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ", " +
          qos_name(job.block->qos()) + ", " + describe_limits(job));
@@ -618,6 +648,7 @@ struct Server::Impl {
       return encode_error(result.error().message, reason);
     }
     if (!action.empty()) {
+      save_decisions_now();
       note("uid " + std::to_string(c.peer.uid) + " " + action + " on job " +
            std::to_string(result->id) + " '" + result->name + "'");
     }
@@ -634,6 +665,7 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
   options.max_connections = fit_connections_to_descriptors(options.max_connections);
   auto impl = std::make_unique<Impl>(std::move(options), std::move(*listener));
   if (Status ok = impl->setup(); !ok) return ok.error();
+  impl->restore_decisions();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

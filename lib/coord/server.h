@@ -55,6 +55,10 @@ struct ServerOptions {
   /// A connection that has not sent a complete first message by then is
   /// dropped, so idle connections cannot pile up and lock others out.
   std::chrono::nanoseconds first_message_timeout = std::chrono::seconds(5);
+  /// The state file (decisions.h): read at start, so that jobs that
+  /// register again get back what ctl set for them, and rewritten after
+  /// each change. Empty: none.
+  std::string state_path;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;

@@ -2,7 +2,9 @@
 # A coordinator killed by SIGKILL leaves its jobs running at their last
 # limits, with no call blocked (a paused job resumes); a new coordinator
 # replaces the stale socket, and the jobs register with it within 2 s,
-# keeping their ids and limits. Prints the time measured.
+# keeping their ids and limits, and the decisions of the dead coordinator
+# (from its state file): the job it had paused is paused again. Prints the
+# time measured.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
 
@@ -38,6 +40,6 @@ wait_for "both jobs to register again" 2 sh -c \
 echo "jobs registered again $(( $(now_ms) - start )) ms after the new coordinator was started"
 gpushare-ctl ls >"$scratch/ls"
 jq -se 'map({(.name): [.id, .mem_limit_bytes, .devices[0].start_limit_bytes, .state]}) | add ==
-  {"a": [1, 1073741824, 4294967296, "running"], "b": [2, 2147483648, null, "running"]}' \
+  {"a": [1, 1073741824, 4294967296, "running"], "b": [2, 2147483648, null, "paused"]}' \
   "$scratch/ls" >/dev/null || { cat "$scratch/ls"; fail "ids or limits changed across the restart"; }
 job_say a status | jq -e '.registered and .registrations == 2' >/dev/null || fail "job a is not registered"

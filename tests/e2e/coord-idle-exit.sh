@@ -17,7 +17,7 @@ expect_grep "no jobs for 300ms; exiting$" "$scratch/serve.log"
 # A job keeps it alive well past the grace; after the job leaves, it goes.
 start_coordinator --idle-exit --idle-grace 300ms
 start_job j GPUSHARE_JOB=j
-job_say j status | jq -e '.registered' >/dev/null || fail "the job did not register"
+job_say j wait-registered 1 | jq -e '.registered' >/dev/null || fail "the job did not register"
 if timeout 1 tail --pid="$coordinator_pid" -f /dev/null; then
   fail "the coordinator exited while a job was registered"
 fi
