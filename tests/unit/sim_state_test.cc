@@ -92,9 +92,9 @@ TEST_CASE("a foreign, truncated, outdated or corrupt state file is refused by na
   SECTION("another layout version") {
     state.open()->header.layout_version = kStateLayoutVersion + 1;
     state.file.close();
-    CHECK(
-        state.open_error().find("has state layout version 2, but this simulator reads version 1") !=
-        std::string::npos);
+    std::string want = "has state layout version " + std::to_string(kStateLayoutVersion + 1) +
+                       ", but this simulator reads version " + std::to_string(kStateLayoutVersion);
+    CHECK(state.open_error().find(want) != std::string::npos);
   }
   SECTION("impossible contents") {
     state.open()->header.device_count = 99;
