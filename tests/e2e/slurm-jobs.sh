@@ -128,6 +128,38 @@ state=$(ps -o stat= -p "$escapee_pid" || true)
 expect_grep "job $escapee: gpushare job [0-9]+ \\(pid $escapee_pid\\) still registered: killing it" "$log"
 [ "$(sinfo -h -o %T)" = idle ] || [ "$(sinfo -h -o %T)" = mixed ] || fail "the node is $(sinfo -h -o %T)"
 
+# gpushare-place reads this cluster from Slurm and the coordinator, and its
+# --format slurm line is what sbatch gets, as it is.
+"$hooks/gpushare-slurm-state" "$scratch/state"
+host=$(hostname -s)
+[ -s "$scratch/state/$host.jsonl" ] || fail "no telemetry of $host collected"
+cat >"$scratch/cluster.toml" <<TOML
+[[tenant]]
+name = "root"
+quota_gpus = 2
+[[node]]
+name = "$host"
+[[node.gpu]]
+index = 0
+model = "simulated"
+mem = "4GiB"
+[[node.gpu]]
+index = 1
+model = "simulated"
+mem = "4GiB"
+TOML
+echo '{"id":"placed","tenant":"root","class":"opportunistic","mem":"256MiB"}' |
+  gpushare-place -c "$scratch/cluster.toml" --slurm-state "$scratch/state" -s "$scratch/after.toml" \
+    -f slurm >"$scratch/line"
+expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --gres=shard:1 " "$scratch/line"
+# Slurm's running jobs are in the state placement started from.
+for job in "$prod" "$opp2"; do expect_grep "^id = \"slurm-$job\"$" "$scratch/after.toml"; done
+placed=$(eval "submit $(cat "$scratch/line") --wrap 'exec $long --label placed'")
+wait_for "the placed job in gpushare-ctl ls" 30 listed "$placed"
+record "$placed" | jq -e '.qos == "opportunistic"' >/dev/null || fail "placed job: $(record "$placed")"
+scancel "$placed"
+wait_job_done "$placed" 30
+
 # The rest ends; the Epilog leaves nothing of any job registered.
 scancel "$prod" "$opp2"
 for job in "$prod" "$opp2"; do wait_job_done "$job" 30; done
