@@ -89,8 +89,13 @@ void require(int status, const char* what) {
   std::exit(1);
 }
 
-// Calls NAME(device, out...) and fails the run if it does not succeed.
-#define QUERY(name, ...) require(find<int (*)(...)>(#name)(__VA_ARGS__), #name)
+// Calls an entry point with the types of the arguments given (NVML's
+// enums are int-sized), and fails the run if it does not succeed.
+template <class... Args>
+int call(const char* name, Args... args) {
+  return find<int (*)(Args...)>(name)(args...);
+}
+#define QUERY(name, ...) require(call(#name __VA_OPT__(, ) __VA_ARGS__), #name)
 
 }  // namespace
 
