@@ -47,17 +47,40 @@ class Loader : private TomlReader {
  public:
   Loader(std::string_view text, std::string_view source_name) : TomlReader(text, source_name) {}
 
+  /// The file is parsed in parts, one per [[node]] (see split_before),
+  /// each read and dropped before the next: time and memory then grow
+  /// linearly with the nodes. The parts together mean what the whole
+  /// file means: a top-level key in several parts must be an array of
+  /// tables made by [[headers]] each time (TOML appends those), and
+  /// anything else defined twice is an error, as it would be whole.
   Result<Cluster> load() {
-    Result<toml::table> root = parse();
-    if (!root) return root.error();
     Cluster cluster;
-    if (Status s = read_root(*root, &cluster); !s) return s.error();
+    for (const Part& part : split_before("[[node]]")) {
+      Result<toml::table> root = parse_part(part.text, part.first_line);
+      if (!root) return root.error();
+      if (Status s = check_top_level(*root); !s) return s.error();
+      if (Status s = read_root(*root, &cluster); !s) return s.error();
+    }
     if (Status s = check_references(); !s) return s.error();
     return cluster;
   }
 
  private:
   // --- sections ----------------------------------------------------------------
+
+  /// A top-level key seen in an earlier part may come again only as
+  /// more [[KEY]] tables.
+  Status check_top_level(const toml::table& root) {
+    for (auto&& [key, node] : root) {
+      bool appendable = node.is_array_of_tables() && source_starts_with(node.source(), "[[");
+      auto [it, first] = top_level_.try_emplace(std::string(key.str()), appendable);
+      if (first) continue;
+      if (!it->second || !appendable) {
+        return error_at(key.source(), "'" + std::string(key.str()) + "' is defined twice");
+      }
+    }
+    return {};
+  }
 
   Status read_root(const toml::table& root, Cluster* cluster) {
     return walk(root, "the top level",
@@ -316,6 +339,8 @@ class Loader : private TomlReader {
     return {};
   }
 
+  /// Top-level keys of the parts read so far: whether more [[KEY]] may follow.
+  std::unordered_map<std::string, bool> top_level_;
   std::set<std::string> tenant_names_;
   std::set<std::string> node_names_;
   std::vector<TenantReference> references_;

@@ -56,8 +56,52 @@ Result<toml::table> TomlReader::parse() const {
   }
 }
 
+Result<toml::table> TomlReader::parse_part(std::string_view part, long first_line) {
+  try {
+    toml::table root = toml::parse(part, source_name_);
+    line_offsets_[root.source().path.get()] = first_line - 1;
+    return root;
+  } catch (const toml::parse_error& e) {
+    line_offsets_[e.source().path.get()] = first_line - 1;
+    return error_at(e.source(), std::string(e.description()));
+  }
+}
+
+std::vector<TomlReader::Part> TomlReader::split_before(std::string_view split_line) const {
+  std::vector<Part> parts;
+  bool multi_line_strings =
+      text_.find("\"\"\"") != std::string_view::npos || text_.find("'''") != std::string_view::npos;
+  // Nodes tell their part by its source path: without a name, one part.
+  if (multi_line_strings || lines_.empty() || source_name_.empty()) return {Part{text_, 1}};
+  std::size_t part_start = 0;
+  long part_line = 1;
+  for (std::size_t i = 0; i < lines_.size(); ++i) {
+    std::string_view line = lines_[i];
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (line != split_line || i == 0) continue;
+    // lines_ are views into text_: where this one starts is an offset.
+    auto offset = static_cast<std::size_t>(lines_[i].data() - text_.data());
+    parts.push_back(Part{text_.substr(part_start, offset - part_start), part_line});
+    part_start = offset;
+    part_line = static_cast<long>(i) + 1;
+  }
+  parts.push_back(Part{text_.substr(part_start), part_line});
+  return parts;
+}
+
+bool TomlReader::source_starts_with(const toml::source_region& where,
+                                    std::string_view prefix) const {
+  long line = static_cast<long>(where.begin.line);
+  if (auto it = line_offsets_.find(where.path.get()); it != line_offsets_.end()) line += it->second;
+  auto column = static_cast<std::size_t>(where.begin.column);
+  if (line < 1 || static_cast<std::size_t>(line) > lines_.size() || column < 1) return false;
+  std::string_view text = lines_[static_cast<std::size_t>(line) - 1];
+  return column - 1 <= text.size() && text.substr(column - 1).substr(0, prefix.size()) == prefix;
+}
+
 Error TomlReader::error_at(const toml::source_region& where, std::string_view message) const {
   long line = static_cast<long>(where.begin.line);
+  if (auto it = line_offsets_.find(where.path.get()); it != line_offsets_.end()) line += it->second;
   long column = static_cast<long>(where.begin.column);
   std::string text = diag::at(source_name_, line, column, message);
   if (line >= 1 && static_cast<std::size_t>(line) <= lines_.size()) {

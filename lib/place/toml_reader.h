@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,25 @@ class TomlReader {
 
   /// The document, or its syntax error at FILE:LINE:COL.
   Result<toml::table> parse() const;
+
+  /// A part of the document: the lines from `first_line` (1-based) on,
+  /// parsed alone. Errors at its nodes still name the document's lines.
+  Result<toml::table> parse_part(std::string_view part, long first_line);
+
+  /// The document in parts that parse alone, split before each line that
+  /// is exactly SPLIT_LINE ("[[node]]"): toml++ looks up each array of
+  /// tables in a list of all of them, so a document of 85,000 nodes parsed
+  /// whole costs time quadratic in its nodes, parsed in parts linear. One
+  /// part when a multi-line string could hold such a line.
+  struct Part {
+    std::string_view text;
+    long first_line;
+  };
+  std::vector<Part> split_before(std::string_view split_line) const;
+
+  /// Whether the source at `where` starts with `prefix` ("[[" for an array
+  /// of tables made by headers, not an inline array).
+  bool source_starts_with(const toml::source_region& where, std::string_view prefix) const;
 
   Error error_at(const toml::source_region& where, std::string_view message) const;
   Error wrong_type(const toml::key& key, const toml::node& node, std::string_view want) const;
@@ -90,6 +110,9 @@ class TomlReader {
   std::string_view text_;
   std::string source_name_;
   std::vector<std::string_view> lines_;
+  /// Per part parsed (its source path, which its nodes share): the lines
+  /// before it.
+  std::unordered_map<const std::string*, long> line_offsets_;
 };
 
 }  // namespace gpushare::place

@@ -233,3 +233,46 @@ TEST_CASE("a file that cannot be opened is an error naming it", "[place][toml]")
   CHECK(cluster.error().message ==
         "/nonexistent/cluster.toml: cannot open: No such file or directory");
 }
+
+// The loader parses a file in parts, one per [[node]] line (toml++ is
+// quadratic in arrays of tables); the parts must mean what the whole does.
+TEST_CASE("a file read in parts means what it means whole", "[place][toml][parts]") {
+  const std::string two_nodes =
+      "[[node]]\nname = \"a\"\n[[node.gpu]]\nindex = 0\nmem = \"1GiB\"\n"
+      "[[tenant]]\nname = \"t2\"\nquota_gpus = 1\n"
+      "[[node]]\nname = \"b\"\n[[node.gpu]]\nindex = 0\nmem = \"1GiB\"\n"
+      "[[tenant]]\nname = \"t3\"\nquota_gpus = 1\n";
+
+  SECTION("[[tenant]] tables after and between nodes append, in order") {
+    auto cluster = parse_cluster(std::string(kTenant) + two_nodes, "c.toml");
+    REQUIRE(cluster);
+    REQUIRE(cluster->tenants.size() == 3);
+    CHECK(cluster->tenants[2].name == "t3");
+    REQUIRE(cluster->nodes.size() == 2);
+    CHECK(cluster->nodes[1].name == "b");
+  }
+  SECTION("a table defined again in a later part is an error at its line") {
+    CHECK(error_of("[policy]\nreserve = true\n" + two_nodes + "[policy]\nreserve = false\n") ==
+          "c.toml:19:2: 'policy' is defined twice");
+    CHECK(error_of("policy.reserve = true\n" + two_nodes + "[policy]\n") ==
+          "c.toml:18:2: 'policy' is defined twice");
+  }
+  SECTION("an inline array cannot be appended to by [[headers]] in a later part") {
+    CHECK(error_of("tenant = [{ name = \"t\", quota_gpus = 1 }]\n" + two_nodes) ==
+          "c.toml:7:3: 'tenant' is defined twice");
+  }
+  SECTION("errors in a later part name the file's lines") {
+    CHECK(error_of(two_nodes + "[[node]]\nname = \"c\"\nbogus = 1\n") ==
+          "c.toml:19:1: unknown key 'bogus' in [[node]] (expected name, gpu)");
+    CHECK(error_of(two_nodes + "[[node]]\nname = \n").rfind("c.toml:18:", 0) == 0);
+  }
+  SECTION("a multi-line string may hold a [[node]] line: the file is read whole") {
+    auto cluster = parse_cluster(std::string(kTenant) +
+                                     "[[node]]\nname = \"a\"\n[[node.gpu]]\nindex = 0\n"
+                                     "mem = \"1GiB\"\nmodel = \"\"\"x\n[[node]]\n\"\"\"\n",
+                                 "c.toml");
+    REQUIRE(cluster);
+    REQUIRE(cluster->nodes.size() == 1);
+    CHECK(cluster->nodes[0].gpus[0].model == "x\n[[node]]\n");
+  }
+}
