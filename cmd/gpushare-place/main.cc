@@ -215,40 +215,7 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
 
   gpushare::place_cmd::ReplayCommand replay;
-  CLI::App* replay_app =
-      app.add_subcommand("replay", "Replay a job trace on the cluster; print metrics per policy");
-  replay_app->add_option("-t,--trace", replay.trace_file, "Job trace (Tiresias or Philly CSV)")
-      ->required()
-      ->type_name("FILE");
-  replay_app
-      ->add_option("-c,--cluster", replay.cluster_file,
-                   "Cluster (TOML, or a Tiresias cluster spec .csv)")
-      ->required()
-      ->type_name("FILE");
-  replay_app
-      ->add_option("-p,--policy", replay.policies,
-                   "exclusive or antman, repeatable (default: both)")
-      ->check(CLI::IsMember({"exclusive", "antman"}))
-      ->type_name("POLICY");
-  replay_app
-      ->add_option("--quota-share", replay.quota_share,
-                   "Tenants' quotas together, as a share of the GPUs (antman)")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
-  replay_app->add_option("--job-util", replay.job_util, "Utilisation each job puts on its GPUs")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  replay_app->add_option("--window", replay.window, "Queued jobs offered at each event")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  replay_app
-      ->add_option("--queue-threshold", replay.queue_threshold,
-                   "Auto jobs queued this long run opportunistic (antman)")
-      ->type_name("DURATION");
-  replay_app->add_flag("--header", replay.header, "Print the CSV header line first");
-  replay_app->add_option("-f,--format", replay.format, "Output: csv or json")
-      ->check(CLI::IsMember({"csv", "json"}))
-      ->capture_default_str();
+  CLI::App* replay_app = gpushare::place_cmd::add_replay_subcommand(app, replay);
   app.require_subcommand(0, 1);
 
   if (auto status = gpushare::cli::parse(app, argc, argv, exit_status::kUsage)) return *status;

@@ -1,8 +1,10 @@
-// gpushare-place replay: a job trace through the placer, one metrics line
-// per policy (lib/place/replay.h has the model).
+// gpushare-place replay: a job trace through each policy, one metrics
+// record per policy (lib/place/replay.h has the model).
 #include "replay.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 
 #include "common/diag.h"
 #include "common/exit_status.h"
@@ -35,7 +37,67 @@ void print(const std::string& line) {
   std::fflush(stdout);
 }
 
+/// The options as the library takes them, or an Error naming the option.
+Result<place::ReplayOptions> replay_options(const ReplayCommand& command) {
+  place::ReplayOptions options;
+  options.quota_share = command.quota_share;
+  options.job_util = command.job_util;
+  options.window = command.window;
+  options.seed = command.seed;
+  if (!command.queue_threshold.empty()) {
+    Result<std::chrono::nanoseconds> threshold = parse_duration(command.queue_threshold);
+    if (!threshold) return make_error("--queue-threshold: " + threshold.error().message);
+    options.queue_threshold_s = std::chrono::duration<double>(*threshold).count();
+  }
+  if (!command.model_file.empty()) {
+    Result<place::InterferenceModel> model = place::load_interference(command.model_file);
+    if (!model) return model.error();
+    options.model = *model;
+  }
+  return options;
+}
+
 }  // namespace
+
+CLI::App* add_replay_subcommand(CLI::App& app, ReplayCommand& replay) {
+  CLI::App* sub =
+      app.add_subcommand("replay", "Replay a job trace on the cluster; print metrics per policy");
+  sub->add_option("-t,--trace", replay.trace_file, "Job trace (Tiresias or Philly CSV)")
+      ->required()
+      ->type_name("FILE");
+  sub->add_option("-c,--cluster", replay.cluster_file,
+                  "Cluster (TOML, or a Tiresias cluster spec .csv)")
+      ->required()
+      ->type_name("FILE");
+  sub->add_option("-p,--policy", replay.policies,
+                  "exclusive, yarn-cs, gandiva or antman, repeatable (default: all)")
+      ->check(CLI::IsMember({"exclusive", "yarn-cs", "gandiva", "antman"}))
+      ->type_name("POLICY");
+  sub->add_option("--quota-share", replay.quota_share,
+                  "Tenants' quotas together, as a share of the GPUs (yarn-cs, antman)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  sub->add_option("--job-util", replay.job_util,
+                  "Every job's utilisation (default: drawn per job, see the man page)")
+      ->check(CLI::Range(0.01, 1.0));
+  sub->add_option("--window", replay.window, "Queued jobs offered at each event")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--queue-threshold", replay.queue_threshold,
+                  "Jobs queued this long run opportunistic (antman)")
+      ->type_name("DURATION");
+  sub->add_option("--seed", replay.seed, "Seed of the jobs' drawn properties")
+      ->capture_default_str();
+  sub->add_option("-m,--model", replay.model_file, "Interference model (key = value lines)")
+      ->type_name("FILE");
+  sub->add_option("--plot", replay.plot_file, "Write the policies' JCT CDFs to FILE (SVG)")
+      ->type_name("FILE");
+  sub->add_flag("--header", replay.header, "Print the CSV header line first");
+  sub->add_option("-f,--format", replay.format, "Output: csv or json")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->capture_default_str();
+  return sub;
+}
 
 int run_replay(const ReplayCommand& command) {
   // Inputs first: a bad file is a usage error before any simulation runs.
@@ -44,42 +106,54 @@ int run_replay(const ReplayCommand& command) {
     diag::error(cluster.error().message);
     return exit_status::kUsage;
   }
-  Result<std::vector<place::TraceJob>> trace = place::load_trace(command.trace_file);
+  Result<place::Trace> trace = place::load_trace(command.trace_file);
   if (!trace) {
     diag::error(trace.error().message);
     return exit_status::kUsage;
   }
-  place::ReplayOptions options;
-  options.quota_share = command.quota_share;
-  options.job_util = command.job_util;
-  options.window = command.window;
-  if (!command.queue_threshold.empty()) {
-    Result<std::chrono::nanoseconds> threshold = parse_duration(command.queue_threshold);
-    if (!threshold) {
-      diag::error("--queue-threshold: " + threshold.error().message);
-      diag::usage_hint();
-      return exit_status::kUsage;
-    }
-    options.queue_threshold = *threshold;
+  for (const std::string& problem : trace->skipped) diag::warning(problem);
+  if (!trace->skipped.empty()) {
+    diag::warning(command.trace_file + ": " + std::to_string(trace->skipped.size()) +
+                  " malformed rows skipped");
+  }
+  Result<place::ReplayOptions> options = replay_options(command);
+  if (!options) {
+    diag::error(options.error().message);
+    return exit_status::kUsage;
+  }
+  if (Status fits = place::check_fits(*cluster, trace->jobs); !fits) {
+    diag::error(command.cluster_file + ": " + fits.error().message);
+    return exit_status::kUsage;
   }
 
   // One run per policy, each from the same idle cluster.
   bool json = command.format == "json";
   if (command.header && !json) print(place::replay_csv_header());
-  std::vector<std::string> policies = command.policies;
-  if (policies.empty()) policies = {"exclusive", "antman"};
-  for (const std::string& name : policies) {
-    options.policy = *place::parse_replay_policy(name);
-    Result<place::ReplayMetrics> metrics = place::replay(*cluster, *trace, options);
+  std::vector<place::ReplayPolicy> policies;
+  for (const std::string& name : command.policies) {
+    policies.push_back(*place::parse_replay_policy(name));
+  }
+  if (policies.empty()) policies = place::all_replay_policies();
+  std::vector<place::ReplayMetrics> runs;
+  for (place::ReplayPolicy policy : policies) {
+    options->policy = policy;
+    Result<place::ReplayMetrics> metrics = place::replay(*cluster, trace->jobs, *options);
     if (!metrics) {
-      diag::error(command.trace_file + ": " + name + ": " + metrics.error().message);
+      diag::error(command.trace_file + ": " + std::string(to_string(policy)) + ": " +
+                  metrics.error().message);
       return exit_status::kFailure;
     }
-    if (metrics->skipped > 0) {
-      diag::warning(command.trace_file + ": " + std::to_string(metrics->skipped) +
-                    " jobs ask for more GPUs than the cluster can hold; left out");
-    }
     print(json ? place::replay_json(*metrics) : place::replay_csv(*metrics));
+    if (!command.plot_file.empty()) runs.push_back(std::move(*metrics));
+  }
+  if (!command.plot_file.empty()) {
+    std::ofstream out(command.plot_file, std::ios::binary | std::ios::trunc);
+    out << place::replay_plot_svg(runs);
+    out.flush();
+    if (!out) {
+      diag::error(command.plot_file + ": cannot write the plot");
+      return exit_status::kFailure;
+    }
   }
   return exit_status::kSuccess;
 }

@@ -1,277 +1,280 @@
-// The replay's event loop. Time jumps from event to event (an arrival or the
-// earliest completion at current speeds); at each event, finished jobs
-// leave the placer, arrivals join the queue, the head of the queue is
-// offered to the placer, and every running job's speed is recomputed from
-// what now shares its GPUs. Speeds only change at events, so between two
+// The replay's event loop. Time jumps from event to event: the next
+// arrival, the earliest completion at current speeds, or a policy's timer.
+// At each event finished jobs leave, arrivals queue, the policy makes one
+// pass, and (if anything moved) every running job's speed is recomputed
+// from what shares its GPUs. Speeds change only at events, so between two
 // events each job's remaining work falls linearly and the next completion
 // is exact.
+//
+// Cost: an event costs O(running jobs + nodes) plus the policy's pass
+// (bounded by the window, with failures memoised) and, when something
+// moved, O(GPUs) to recompute speeds. There are at most two events per job
+// plus timers, so a replay grows as jobs * (running + window), no worse
+// than n log n for a fixed cluster.
 #include "place/replay.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <list>
 #include <map>
-#include <set>
-#include <unordered_map>
 
-#include "common/jsonl.h"
-#include "place/placer.h"
+#include "place/replay_sim.h"
 
 namespace gpushare::place {
 namespace {
 
-struct GpuUse {
-  bool production = false;
-  int opportunistic = 0;
-};
+using sim::JobState;
+using sim::SimGpu;
+using sim::SimJob;
 
-struct Running {
-  std::size_t job;
-  std::vector<std::uint32_t> gpus;  // flat ids
-  bool production;
-  double remaining_s;  // work left, in seconds at full speed
-  double rate = 1.0;
-};
-
-std::string fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
+/// A uniform draw in [0, 1) from (seed, job, stream): each job's properties
+/// depend on nothing else, so they do not change with the policy.
+double uniform(std::uint64_t seed, std::uint64_t job, std::uint64_t stream) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + job * 0xBF58476D1CE4E5B9ull + stream;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-/// The replay's cluster: the nodes and GPUs of `base`, idle, with one
-/// tenant per trace tenant.
-Cluster idle_cluster(const Cluster& base, const std::vector<TraceJob>& trace,
-                     const ReplayOptions& options, std::int64_t total_gpus) {
-  Cluster c;
-  c.policy = base.policy;
-  c.policy.default_tenant.clear();
-  bool antman = options.policy == ReplayPolicy::kAntman;
-  c.policy.reserve = antman;
-  c.policy.queue_threshold = antman ? options.queue_threshold : std::nullopt;
-  std::set<std::string> tenants;
-  for (const TraceJob& job : trace) tenants.insert(job.tenant);
-  for (const std::string& name : tenants) {
-    std::int64_t quota = antman ? static_cast<std::int64_t>(std::floor(
-                                      options.quota_share * static_cast<double>(total_gpus) /
-                                      static_cast<double>(tenants.size())))
-                                : total_gpus;
-    c.tenants.push_back({name, quota});
-  }
+Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trace) {
+  s.multi_node = base.policy.multi_node;
+  std::uint64_t mem = std::numeric_limits<std::uint64_t>::max();
   for (const Node& node : base.nodes) {
-    Node idle{node.name, {}};
+    std::vector<std::uint32_t> ids;
     for (const Gpu& gpu : node.gpus) {
-      Gpu g;
-      g.index = gpu.index;
-      g.model = gpu.model;
-      g.mem_bytes = gpu.mem_bytes;
-      g.nvlink_group = gpu.nvlink_group;
-      g.numa = gpu.numa;
-      idle.gpus.push_back(g);
+      ids.push_back(static_cast<std::uint32_t>(s.gpus.size()));
+      SimGpu g;
+      g.node = static_cast<std::uint32_t>(s.node_gpus.size());
+      s.gpus.push_back(g);
+      mem = std::min(mem, gpu.mem_bytes);
     }
-    c.nodes.push_back(std::move(idle));
+    s.largest_node = std::max(s.largest_node, static_cast<int>(ids.size()));
+    s.node_empty.push_back(static_cast<int>(ids.size()));
+    s.node_gpus.push_back(std::move(ids));
   }
-  return c;
+  const auto total = static_cast<std::int64_t>(s.gpus.size());
+  if (total == 0) return make_error("the cluster has no GPUs");
+  s.empty = s.unowned = total;
+  s.gpu_mem_gib = static_cast<double>(mem) / static_cast<double>(1ull << 30);
+
+  std::map<std::string, int> tenants;
+  for (const TraceJob& job : trace) tenants.emplace(job.tenant, 0);
+  int next = 0;
+  for (auto& [name, index] : tenants) index = next++;
+  const ReplayOptions& o = s.options;
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const TraceJob& t = trace[i];
+    SimJob job;
+    job.trace = &t;
+    job.tenant = tenants[t.tenant];
+    job.gpus = static_cast<int>(t.gpus);
+    job.remaining_s = t.duration_s;
+    // The documented distribution: utilisation uniform in [0.2, 1.0),
+    // memory uniform in [1/8, 1) of a GPU, mini-batch log-uniform in
+    // [50, 1000) ms.
+    job.util = o.job_util ? *o.job_util : 0.2 + 0.8 * uniform(o.seed, i, 1);
+    job.mem_gib = s.gpu_mem_gib *
+                  (o.job_mem_share ? *o.job_mem_share : 0.125 + 0.875 * uniform(o.seed, i, 2));
+    job.batch_ms = 50.0 * std::pow(20.0, uniform(o.seed, i, 3));
+    s.jobs.push_back(job);
+  }
+  bool per_tenant = o.policy == ReplayPolicy::kYarnCs;
+  s.queues.resize(per_tenant ? tenants.size() : 1);
+  auto quota = static_cast<std::int64_t>(
+      std::floor(o.quota_share * static_cast<double>(total) / static_cast<double>(tenants.size())));
+  s.quota.assign(tenants.size(), quota);
+  s.prod.assign(tenants.size(), 0);
+  s.reserver.assign(tenants.size(), -1);
+  s.waiting.assign(tenants.size(), 0);
+  s.backlog_s.assign(tenants.size(), 0);
+  s.backlog_gpu_s.assign(tenants.size(), 0);
+  return {};
+}
+
+/// Each running job's speed: 1 alone, else its slowest GPU's share.
+void recompute_rates(sim::Sim& s) {
+  for (std::int32_t r : s.running) s.jobs[static_cast<std::size_t>(r)].rate = 1.0;
+  std::vector<CoRunner> co;
+  const bool controlled = s.options.policy == ReplayPolicy::kAntman;
+  for (const SimGpu& gpu : s.gpus) {
+    if (gpu.jobs.size() < 2) continue;
+    co.clear();
+    for (std::int32_t j : gpu.jobs) {
+      const SimJob& job = s.jobs[static_cast<std::size_t>(j)];
+      co.push_back({job.util, job.production && controlled});
+    }
+    Sharing sharing = gpu.timesliced ? Sharing::kTimesliced
+                      : controlled   ? Sharing::kControlled
+                                     : Sharing::kPacked;
+    for (std::size_t i = 0; i < gpu.jobs.size(); ++i) {
+      SimJob& job = s.jobs[static_cast<std::size_t>(gpu.jobs[i])];
+      job.rate = std::min(job.rate, shared_rate(s.options.model, sharing, co, i));
+    }
+  }
+}
+
+/// Free GPUs on nodes with fewer free than `request` (capped at the
+/// node's size): GPUs that cannot serve the median request there.
+std::int64_t fragmented(const sim::Sim& s, int request) {
+  std::int64_t frag = 0;
+  for (std::size_t n = 0; n < s.node_gpus.size(); ++n) {
+    int need = std::min(request, static_cast<int>(s.node_gpus[n].size()));
+    if (s.node_empty[n] < need) frag += s.node_empty[n];
+  }
+  return frag;
+}
+
+/// The request size the median requested GPU belongs to.
+int weighted_median_request(const std::vector<SimJob>& jobs) {
+  std::vector<std::pair<int, std::int64_t>> sizes;
+  std::int64_t total = 0;
+  for (const SimJob& job : jobs) {
+    sizes.emplace_back(job.gpus, job.gpus);
+    total += job.gpus;
+  }
+  std::sort(sizes.begin(), sizes.end());
+  std::int64_t seen = 0;
+  for (auto [size, weight] : sizes) {
+    seen += weight;
+    if (2 * seen >= total) return size;
+  }
+  return 1;
+}
+
+struct Clock {
+  double busy_gpu_s = 0, frag_gpu_s = 0;
+  std::int64_t frag = 0;
+};
+
+/// Moves time to `next`: work done, GPU-time received, time-weighted sums.
+void advance(sim::Sim& s, Clock& clock, double next) {
+  double dt = std::max(0.0, next - s.now);
+  for (std::int32_t r : s.running) {
+    SimJob& job = s.jobs[static_cast<std::size_t>(r)];
+    job.remaining_s -= job.rate * dt;
+    auto t = static_cast<std::size_t>(job.tenant);
+    s.work_gpu_s += job.gpus * job.rate * dt;
+    if (s.waiting[t] > 0) s.backlog_gpu_s[t] += job.gpus * job.rate * dt;
+    if (job.production) {
+      job.prod_wall_s += dt;
+      job.prod_work_s += job.rate * dt;
+    }
+  }
+  for (std::size_t t = 0; t < s.waiting.size(); ++t) {
+    if (s.waiting[t] > 0) s.backlog_s[t] += dt;
+  }
+  clock.busy_gpu_s += static_cast<double>(s.busy) * dt;
+  clock.frag_gpu_s += static_cast<double>(clock.frag) * dt;
+  s.now = std::max(s.now, next);
+}
+
+/// The next completion at current speeds (infinity if none).
+double next_completion(const sim::Sim& s) {
+  double next = std::numeric_limits<double>::infinity();
+  for (std::int32_t r : s.running) {
+    const SimJob& job = s.jobs[static_cast<std::size_t>(r)];
+    if (job.rate > 0) next = std::min(next, s.now + std::max(0.0, job.remaining_s) / job.rate);
+  }
+  return next;
+}
+
+/// Takes finished jobs off; true if any.
+bool complete(sim::Sim& s) {
+  std::vector<std::int32_t> done;
+  for (std::int32_t r : s.running) {
+    const SimJob& job = s.jobs[static_cast<std::size_t>(r)];
+    if (job.remaining_s <= 1e-9 * std::max(1.0, job.trace->duration_s)) done.push_back(r);
+  }
+  for (std::int32_t r : done) s.finish(r);
+  return !done.empty();
 }
 
 }  // namespace
 
+Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& trace,
+                             const ReplayOptions& options) {
+  if (Status fits = check_fits(base, trace); !fits) return fits.error();
+  sim::Sim s;
+  s.options = options;
+  if (Status built = build(s, base, trace); !built) return built.error();
+  const std::size_t n = s.jobs.size();
+  if (n == 0) return make_error("the trace has no jobs");
+  const int median = weighted_median_request(s.jobs);
+  const double kInfinity = std::numeric_limits<double>::infinity();
+  Clock clock;
+  std::size_t arrived = 0, done = 0;
+  s.now = trace.front().submit_s;
+  s.timer = kInfinity;
+  while (done < n) {
+    double next =
+        std::min({arrived < n ? trace[arrived].submit_s : kInfinity, next_completion(s), s.timer});
+    if (next == kInfinity) {
+      return make_error(std::to_string(n - done) +
+                        " jobs can never run on this cluster under this policy");
+    }
+    advance(s, clock, next);
+    std::size_t before = s.running.size();
+    bool changed = complete(s);
+    done += before - s.running.size();
+    for (; arrived < n && trace[arrived].submit_s <= s.now; ++arrived) {
+      auto j = static_cast<std::int32_t>(arrived);
+      s.jobs[arrived].state = JobState::kQueued;
+      ++s.waiting[static_cast<std::size_t>(s.jobs[arrived].tenant)];
+      s.queues[s.queues.size() == 1 ? 0 : static_cast<std::size_t>(s.jobs[arrived].tenant)]
+          .push_back(j);
+      changed = true;
+    }
+    if (changed || s.now >= s.timer) {
+      s.timer = kInfinity;
+      sim::schedule(s);
+      recompute_rates(s);
+      clock.frag = fragmented(s, median);
+    }
+  }
+  return sim::summarise(s, clock.busy_gpu_s, clock.frag_gpu_s);
+}
+
+Status check_fits(const Cluster& cluster, const std::vector<TraceJob>& trace) {
+  std::int64_t total = 0, largest = 0;
+  for (const Node& node : cluster.nodes) {
+    total += static_cast<std::int64_t>(node.gpus.size());
+    largest = std::max(largest, static_cast<std::int64_t>(node.gpus.size()));
+  }
+  const std::int64_t most = cluster.policy.multi_node ? total : largest;
+  for (const TraceJob& job : trace) {
+    if (job.gpus > most) {
+      return make_error("job " + job.id + " asks for " + std::to_string(job.gpus) +
+                        " GPUs; this cluster gives one job at most " + std::to_string(most));
+    }
+  }
+  return {};
+}
+
 std::string_view to_string(ReplayPolicy policy) {
-  return policy == ReplayPolicy::kExclusive ? "exclusive" : "antman";
+  switch (policy) {
+    case ReplayPolicy::kExclusive:
+      return "exclusive";
+    case ReplayPolicy::kYarnCs:
+      return "yarn-cs";
+    case ReplayPolicy::kGandiva:
+      return "gandiva";
+    case ReplayPolicy::kAntman:
+      return "antman";
+  }
+  return "?";
+}
+
+std::vector<ReplayPolicy> all_replay_policies() {
+  return {ReplayPolicy::kExclusive, ReplayPolicy::kYarnCs, ReplayPolicy::kGandiva,
+          ReplayPolicy::kAntman};
 }
 
 std::optional<ReplayPolicy> parse_replay_policy(std::string_view text) {
-  if (text == "exclusive") return ReplayPolicy::kExclusive;
-  if (text == "antman") return ReplayPolicy::kAntman;
+  for (ReplayPolicy policy : all_replay_policies()) {
+    if (text == to_string(policy)) return policy;
+  }
   return std::nullopt;
-}
-
-Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& trace,
-                             const ReplayOptions& options) {
-  // Flat GPU ids by node name and index, to follow each job's GPUs.
-  std::unordered_map<std::string, std::map<int, std::uint32_t>> flat;
-  std::int64_t total_gpus = 0;
-  std::int64_t largest_node = 0;
-  for (const Node& node : base.nodes) {
-    for (const Gpu& gpu : node.gpus)
-      flat[node.name][gpu.index] = static_cast<std::uint32_t>(total_gpus++);
-    largest_node =
-        std::max<std::int64_t>(largest_node, static_cast<std::int64_t>(node.gpus.size()));
-  }
-  if (total_gpus == 0) return make_error("the cluster has no GPUs");
-  Placer placer(idle_cluster(base, trace, options, total_gpus));
-
-  // Jobs the cluster can never hold are left out and counted.
-  ReplayMetrics metrics;
-  metrics.policy = to_string(options.policy);
-  std::int64_t most = base.policy.multi_node ? total_gpus : largest_node;
-  std::vector<const TraceJob*> jobs;
-  for (const TraceJob& job : trace) {
-    if (job.gpus > most) {
-      ++metrics.skipped;
-    } else {
-      jobs.push_back(&job);
-    }
-  }
-  const std::size_t n = jobs.size();
-  metrics.jobs = static_cast<std::int64_t>(n);
-  if (n == 0) return metrics;
-  std::vector<std::int64_t> sizes;
-  for (const TraceJob* job : jobs) sizes.push_back(job->gpus);
-  std::sort(sizes.begin(), sizes.end());
-  const std::int64_t median_request = sizes[(n - 1) / 2];
-
-  std::vector<double> start(n, -1.0), end(n, -1.0);
-  std::vector<char> reserved(n, 0);
-  std::vector<GpuUse> use(static_cast<std::size_t>(total_gpus));
-  std::vector<Running> running;
-  std::list<std::size_t> queue;
-  std::size_t next_arrival = 0, completed = 0;
-  double now = jobs.front()->submit_s;
-  double busy_gpu_s = 0, frag_gpu_s = 0;
-  std::int64_t busy = 0, frag = 0;
-  const double kInfinity = std::numeric_limits<double>::infinity();
-
-  auto set_use = [&](const Running& r, int sign) {
-    for (std::uint32_t g : r.gpus) {
-      bool was_busy = use[g].production || use[g].opportunistic > 0;
-      if (r.production) {
-        use[g].production = sign > 0;
-      } else {
-        use[g].opportunistic += sign;
-      }
-      bool is_busy = use[g].production || use[g].opportunistic > 0;
-      busy += static_cast<int>(is_busy) - static_cast<int>(was_busy);
-    }
-  };
-
-  while (completed < n) {
-    // The next event: an arrival, or the first completion at current speeds.
-    double next = next_arrival < n ? jobs[next_arrival]->submit_s : kInfinity;
-    for (const Running& r : running) {
-      if (r.rate > 0) next = std::min(next, now + r.remaining_s / r.rate);
-    }
-    if (next == kInfinity) {
-      return make_error(std::to_string(n - completed) +
-                        " jobs can never run on this cluster under this policy");
-    }
-    double dt = std::max(0.0, next - now);
-    for (Running& r : running) r.remaining_s -= r.rate * dt;
-    busy_gpu_s += static_cast<double>(busy) * dt;
-    frag_gpu_s += static_cast<double>(frag) * dt;
-    now = std::max(now, next);
-
-    // Finished jobs leave.
-    for (std::size_t i = 0; i < running.size();) {
-      const TraceJob& job = *jobs[running[i].job];
-      if (running[i].remaining_s > 1e-9 * std::max(1.0, job.duration_s)) {
-        ++i;
-        continue;
-      }
-      if (Status s = placer.remove(job.id); !s) return s.error();
-      set_use(running[i], -1);
-      end[running[i].job] = now;
-      ++completed;
-      running[i] = std::move(running.back());
-      running.pop_back();
-    }
-    // Arrivals queue up.
-    while (next_arrival < n && jobs[next_arrival]->submit_s <= now) queue.push_back(next_arrival++);
-
-    // The head of the queue, in order, each seeing the placements before it.
-    std::size_t offered = 0;
-    for (auto it = queue.begin(); it != queue.end() && offered < options.window; ++offered) {
-      const TraceJob& trace_job = *jobs[*it];
-      Job job;
-      job.id.text = trace_job.id;
-      job.tenant = trace_job.tenant;
-      job.gpus = trace_job.gpus;
-      job.hint =
-          options.policy == ReplayPolicy::kExclusive ? ClassHint::kProduction : ClassHint::kAuto;
-      job.util = options.job_util;
-      job.queued_s = now - trace_job.submit_s;
-      Placement placement = placer.place(job);
-      if (placement.input_error) return make_error(trace_job.id + ": " + placement.reason);
-      if (placement.status != PlacementStatus::kPlaced) {
-        reserved[*it] |= placement.status == PlacementStatus::kReserved;
-        ++it;
-        continue;
-      }
-      Running r{*it, {}, placement.job_class == JobClass::kProduction, trace_job.duration_s};
-      for (const NodeGpus& on_node : placement.nodes) {
-        for (int index : on_node.gpus) r.gpus.push_back(flat[on_node.node][index]);
-      }
-      metrics.ot_jobs += !r.production;
-      start[*it] = now;
-      set_use(r, +1);
-      running.push_back(std::move(r));
-      it = queue.erase(it);
-    }
-
-    // Speeds: production at full speed; opportunistic jobs share what the
-    // production job leaves; a job runs at its slowest GPU's pace.
-    for (Running& r : running) {
-      if (r.production) continue;
-      r.rate = 1.0;
-      for (std::uint32_t g : r.gpus) {
-        double left = use[g].production ? 1.0 - options.job_util : 1.0;
-        r.rate = std::min(r.rate, left / use[g].opportunistic);
-      }
-    }
-    frag = 0;
-    for (std::uint32_t free : placer.free_gpus_per_node()) {
-      if (free < median_request) frag += free;
-    }
-  }
-
-  std::vector<double> jct(n);
-  double wait_sum = 0, last_end = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    jct[j] = end[j] - jobs[j]->submit_s;
-    wait_sum += start[j] - jobs[j]->submit_s;
-    last_end = std::max(last_end, end[j]);
-    metrics.reservations += reserved[j];
-  }
-  std::vector<double> sorted = jct;
-  std::sort(sorted.begin(), sorted.end());
-  double jct_sum = 0;
-  for (double v : jct) jct_sum += v;
-  metrics.avg_jct_s = jct_sum / static_cast<double>(n);
-  // Nearest rank.
-  std::size_t rank = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n)));
-  metrics.p95_jct_s = sorted[std::max<std::size_t>(rank, 1) - 1];
-  metrics.makespan_s = last_end - jobs.front()->submit_s;
-  metrics.avg_wait_s = wait_sum / static_cast<double>(n);
-  if (metrics.makespan_s > 0) {
-    metrics.gpu_util = busy_gpu_s / (static_cast<double>(total_gpus) * metrics.makespan_s);
-    metrics.frag_gpus = frag_gpu_s / metrics.makespan_s;
-  }
-  return metrics;
-}
-
-std::string replay_csv_header() {
-  return "policy,avg_jct,p95_jct,makespan,avg_wait,gpu_util,frag_gpus,ot_jobs,reservations,jobs,"
-         "skipped";
-}
-
-std::string replay_csv(const ReplayMetrics& m) {
-  return m.policy + "," + fixed(m.avg_jct_s, 1) + "," + fixed(m.p95_jct_s, 1) + "," +
-         fixed(m.makespan_s, 1) + "," + fixed(m.avg_wait_s, 1) + "," + fixed(m.gpu_util, 4) + "," +
-         fixed(m.frag_gpus, 2) + "," + std::to_string(m.ot_jobs) + "," +
-         std::to_string(m.reservations) + "," + std::to_string(m.jobs) + "," +
-         std::to_string(m.skipped);
-}
-
-std::string replay_json(const ReplayMetrics& m) {
-  return "{\"kind\":\"replay\",\"version\":1,\"policy\":\"" + m.policy +
-         "\",\"avg_jct_s\":" + fixed(m.avg_jct_s, 3) + ",\"p95_jct_s\":" + fixed(m.p95_jct_s, 3) +
-         ",\"makespan_s\":" + fixed(m.makespan_s, 3) + ",\"avg_wait_s\":" + fixed(m.avg_wait_s, 3) +
-         ",\"gpu_util\":" + fixed(m.gpu_util, 6) + ",\"frag_gpus\":" + fixed(m.frag_gpus, 4) +
-         ",\"ot_jobs\":" + std::to_string(m.ot_jobs) +
-         ",\"reservations\":" + std::to_string(m.reservations) +
-         ",\"jobs\":" + std::to_string(m.jobs) + ",\"skipped\":" + std::to_string(m.skipped) + "}";
 }
 
 }  // namespace gpushare::place

@@ -91,6 +91,46 @@ Status find_columns(const std::vector<std::string_view>& header, std::vector<Col
   return {};
 }
 
+enum class Format { kTiresias, kPhilly };
+
+/// One data row into `jobs`, or the Error that makes it unusable.
+Error row(Format format, const std::vector<Column>& columns, std::size_t width, std::size_t i,
+          long number, std::string_view line, std::string_view source,
+          std::vector<TraceJob>* jobs) {
+  std::vector<std::string_view> fields = split(line, ',');
+  if (fields.size() != width) {
+    return at_line(
+        source, number,
+        "expected " + std::to_string(width) + " fields, found " + std::to_string(fields.size()));
+  }
+  auto field = [&](std::size_t c) { return fields[columns[c].index]; };
+  TraceJob job;
+  double gpus = 0;
+  bool ok;
+  if (format == Format::kTiresias) {
+    job.id = std::string(field(0));
+    job.tenant = "default";
+    ok = to_double(field(1), &gpus) && to_double(field(2), &job.submit_s) &&
+         to_double(field(3), &job.duration_s);
+  } else {
+    job.id = "philly-" + std::to_string(i);
+    job.tenant = std::string(field(3));
+    ok = parse_timestamp(field(0), &job.submit_s) && to_double(field(1), &gpus) &&
+         to_double(field(2), &job.duration_s);
+  }
+  if (!ok) return at_line(source, number, "unreadable value in '" + std::string(line) + "'");
+  if (!(gpus >= 1) || gpus != static_cast<double>(static_cast<std::int64_t>(gpus))) {
+    return at_line(source, number, "the GPU count must be a whole number, at least 1");
+  }
+  if (!(job.duration_s >= 0) || !(job.submit_s >= 0)) {
+    return at_line(source, number, "times must not be negative");
+  }
+  if (job.tenant.empty()) return at_line(source, number, "empty cluster name");
+  job.gpus = static_cast<std::int64_t>(gpus);
+  jobs->push_back(std::move(job));
+  return Error{};
+}
+
 }  // namespace
 
 Result<std::string> read_text_file(const std::string& path) {
@@ -101,14 +141,14 @@ Result<std::string> read_text_file(const std::string& path) {
   return content.str();
 }
 
-Result<std::vector<TraceJob>> parse_trace(std::string_view text, std::string_view source) {
+Result<Trace> parse_trace(std::string_view text, std::string_view source) {
   auto lines = lines_of(text);
   if (lines.empty()) return make_error(std::string(source) + ": empty trace");
   std::vector<std::string_view> header = split(lines.front().second, ',');
   auto has = [&](std::string_view name) {
     return std::find(header.begin(), header.end(), name) != header.end();
   };
-  enum class Format { kTiresias, kPhilly } format;
+  Format format;
   if (has("job_id") && has("num_gpu") && has("submit_time") && has("duration")) {
     format = Format::kTiresias;
   } else if (has("timestamp") && has("duration") && has("num_gpus")) {
@@ -128,51 +168,26 @@ Result<std::vector<TraceJob>> parse_trace(std::string_view text, std::string_vie
           : std::vector<Column>{{"timestamp"}, {"num_gpus"}, {"duration"}, {"cluster"}};
   if (Status s = find_columns(header, &columns, source); !s) return s.error();
 
-  std::vector<TraceJob> jobs;
+  Trace trace;
+  std::vector<TraceJob>& jobs = trace.jobs;
   double first_submit = 0;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     auto [number, line] = lines[i];
-    std::vector<std::string_view> fields = split(line, ',');
-    if (fields.size() != header.size()) {
-      return at_line(source, number,
-                     "expected " + std::to_string(header.size()) + " fields, found " +
-                         std::to_string(fields.size()));
-    }
-    auto field = [&](std::size_t c) { return fields[columns[c].index]; };
-    TraceJob job;
-    double gpus = 0;
-    bool ok;
-    if (format == Format::kTiresias) {
-      job.id = std::string(field(0));
-      job.tenant = "default";
-      ok = to_double(field(1), &gpus) && to_double(field(2), &job.submit_s) &&
-           to_double(field(3), &job.duration_s);
-    } else {
-      job.id = "philly-" + std::to_string(i);
-      job.tenant = std::string(field(3));
-      ok = parse_timestamp(field(0), &job.submit_s) && to_double(field(1), &gpus) &&
-           to_double(field(2), &job.duration_s);
-    }
-    if (!ok) return at_line(source, number, "unreadable value in '" + std::string(line) + "'");
-    if (!(gpus >= 1) || gpus != static_cast<double>(static_cast<std::int64_t>(gpus))) {
-      return at_line(source, number, "the GPU count must be a whole number, at least 1");
-    }
-    if (!(job.duration_s >= 0) || !(job.submit_s >= 0)) {
-      return at_line(source, number, "times must not be negative");
-    }
-    if (job.tenant.empty()) return at_line(source, number, "empty cluster name");
-    job.gpus = static_cast<std::int64_t>(gpus);
-    jobs.push_back(std::move(job));
+    Error problem = row(format, columns, header.size(), i, number, line, source, &jobs);
+    if (!problem.message.empty()) trace.skipped.push_back(std::move(problem.message));
   }
-  if (jobs.empty()) return make_error(std::string(source) + ": the trace has no jobs");
+  if (jobs.empty()) {
+    return make_error(std::string(source) + ": the trace has no usable jobs" +
+                      (trace.skipped.empty() ? "" : " (first problem: " + trace.skipped[0] + ")"));
+  }
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
   first_submit = jobs.front().submit_s;
   for (TraceJob& job : jobs) job.submit_s -= first_submit;
-  return jobs;
+  return trace;
 }
 
-Result<std::vector<TraceJob>> load_trace(const std::string& path) {
+Result<Trace> load_trace(const std::string& path) {
   Result<std::string> text = read_text_file(path);
   if (!text) return text.error();
   return parse_trace(*text, path);

@@ -35,9 +35,16 @@ struct TraceJob {
   std::int64_t gpus = 1;
 };
 
-/// Reads a job trace; jobs come back in submission order (stable).
-Result<std::vector<TraceJob>> parse_trace(std::string_view text, std::string_view source);
-Result<std::vector<TraceJob>> load_trace(const std::string& path);
+struct Trace {
+  std::vector<TraceJob> jobs;  ///< in submission order (stable)
+  /// Malformed rows, skipped: "file:line: message" each.
+  std::vector<std::string> skipped;
+};
+
+/// Reads a job trace. A bad header, or no usable row, is an Error; a
+/// malformed row is skipped and reported in `skipped`.
+Result<Trace> parse_trace(std::string_view text, std::string_view source);
+Result<Trace> load_trace(const std::string& path);
 
 /// Reads a Tiresias cluster spec: nodes named s<switch>n<node>, GPUs of
 /// `gpu_mem_bytes` each (the spec gives none).

@@ -642,7 +642,8 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std
   }
 }
 
-KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns) {
+KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns,
+                          std::int32_t pid) {
   device->ring_next %= kBusyRing;
   if (device->ring_count > kBusyRing) device->ring_count = kBusyRing;
   std::int64_t start = earliest_ns > device->busy_until_ns ? earliest_ns : device->busy_until_ns;
@@ -652,10 +653,11 @@ KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::in
   ++device->kernels;
   if (duration_ns > 0) {
     std::uint32_t last = (device->ring_next + kBusyRing - 1) % kBusyRing;
-    if (device->ring_count > 0 && device->ring[last].end_ns == start) {
-      device->ring[last].end_ns = end;  // back to back: one interval
+    if (device->ring_count > 0 && device->ring[last].end_ns == start &&
+        device->ring[last].pid == pid) {
+      device->ring[last].end_ns = end;  // back to back, same process: one interval
     } else {
-      device->ring[device->ring_next] = {start, end};
+      device->ring[device->ring_next] = {start, end, pid, 0};
       device->ring_next = (device->ring_next + 1) % kBusyRing;
       if (device->ring_count < kBusyRing) ++device->ring_count;
     }
@@ -663,7 +665,8 @@ KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::in
   return {start, end};
 }
 
-std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns) {
+std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns,
+                              std::int32_t pid) {
   std::uint64_t busy = 0;
   std::uint32_t index = device.ring_next % kBusyRing;
   std::uint32_t count = device.ring_count < kBusyRing ? device.ring_count : kBusyRing;
@@ -671,6 +674,7 @@ std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, s
     index = (index + kBusyRing - 1) % kBusyRing;
     const BusyInterval& interval = device.ring[index];
     if (interval.end_ns <= from_ns) break;  // intervals only get older from here
+    if (pid != 0 && interval.pid != pid) continue;
     std::int64_t start = interval.start_ns > from_ns ? interval.start_ns : from_ns;
     std::int64_t end = interval.end_ns < to_ns ? interval.end_ns : to_ns;
     if (end > start) busy += static_cast<std::uint64_t>(end - start);

@@ -1,0 +1,178 @@
+// gpushare-nvml-smi: an nvidia-smi-like query client, written from NVML's
+// API documentation, for the end-to-end tests: it loads libnvidia-ml.so.1
+// at run time (as monitoring tools do) and prints one JSON line per device
+// with what nvidia-smi shows: identity, PCI location, modes, memory (both
+// nvmlMemory_t and nvmlMemory_v2_t), clocks, power, utilisation, and the
+// compute processes with their memory and SM utilisation.
+//
+//   gpushare-nvml-smi
+//
+// Exits 0 when every query succeeded, 1 when one failed (naming it and its
+// NVML error), 2 on a bad command line.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Device = void*;
+
+struct Memory {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
+struct MemoryV2 {  // nvmlMemory_v2_t; version = sizeof | 2 << 24
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+struct PciInfo {  // nvmlPciInfo_t
+  char bus_id_legacy[16];
+  unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+struct Utilization {  // nvmlUtilization_t
+  unsigned int gpu, memory;
+};
+struct ProcessInfo {  // nvmlProcessInfo_t (the _v3 calls)
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id, compute_instance_id;
+};
+struct ProcessSample {  // nvmlProcessUtilizationSample_t
+  unsigned int pid;
+  unsigned long long timestamp_us;
+  unsigned int sm, memory, encoder, decoder;
+};
+
+constexpr int kSuccess = 0;
+constexpr int kNotFound = 6;
+constexpr int kInsufficientSize = 7;
+
+void* g_library = nullptr;
+const char* (*g_error_string)(int) = nullptr;
+
+template <class Function>
+Function find(const char* name) {
+  void* symbol = dlsym(g_library, name);
+  if (symbol == nullptr) {
+    std::fprintf(stderr, "gpushare-nvml-smi: error: libnvidia-ml.so.1 has no %s\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<Function>(symbol);
+}
+
+void require(int status, const char* what) {
+  if (status == kSuccess) return;
+  std::fprintf(stderr, "gpushare-nvml-smi: error: %s: %s (%d)\n", what, g_error_string(status),
+               status);
+  std::exit(1);
+}
+
+// Calls NAME(device, out...) and fails the run if it does not succeed.
+#define QUERY(name, ...) require(find<int (*)(...)>(#name)(__VA_ARGS__), #name)
+
+}  // namespace
+
+int main(int argc, char**) {
+  if (argc != 1) {
+    std::fprintf(stderr, "gpushare-nvml-smi: error: usage: gpushare-nvml-smi\n");
+    return 2;
+  }
+  g_library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (g_library == nullptr) {
+    std::fprintf(stderr, "gpushare-nvml-smi: error: %s\n", dlerror());
+    return 1;
+  }
+  g_error_string = find<const char* (*)(int)>("nvmlErrorString");
+  QUERY(nvmlInit_v2);
+  char driver[80] = {};
+  QUERY(nvmlSystemGetDriverVersion, driver, static_cast<unsigned>(sizeof driver));
+  int cuda_version = 0;
+  QUERY(nvmlSystemGetCudaDriverVersion_v2, &cuda_version);
+  unsigned count = 0;
+  QUERY(nvmlDeviceGetCount_v2, &count);
+  for (unsigned index = 0; index < count; ++index) {
+    Device device = nullptr;
+    QUERY(nvmlDeviceGetHandleByIndex_v2, index, &device);
+    char name[96] = {}, uuid[96] = {}, serial[32] = {};
+    QUERY(nvmlDeviceGetName, device, name, static_cast<unsigned>(sizeof name));
+    QUERY(nvmlDeviceGetUUID, device, uuid, static_cast<unsigned>(sizeof uuid));
+    QUERY(nvmlDeviceGetSerial, device, serial, static_cast<unsigned>(sizeof serial));
+    PciInfo pci{};
+    QUERY(nvmlDeviceGetPciInfo_v3, device, &pci);
+    unsigned minor = 0, mig_current = 0, mig_pending = 0, sm_clock = 0, memory_clock = 0, power = 0,
+             power_limit = 0, temperature = 0;
+    int compute_mode = -1;
+    QUERY(nvmlDeviceGetMinorNumber, device, &minor);
+    QUERY(nvmlDeviceGetComputeMode, device, &compute_mode);
+    QUERY(nvmlDeviceGetMigMode, device, &mig_current, &mig_pending);
+    QUERY(nvmlDeviceGetClockInfo, device, 1 /* NVML_CLOCK_SM */, &sm_clock);
+    QUERY(nvmlDeviceGetClockInfo, device, 2 /* NVML_CLOCK_MEM */, &memory_clock);
+    QUERY(nvmlDeviceGetPowerUsage, device, &power);
+    QUERY(nvmlDeviceGetEnforcedPowerLimit, device, &power_limit);
+    QUERY(nvmlDeviceGetTemperature, device, 0 /* NVML_TEMPERATURE_GPU */, &temperature);
+    Memory memory{};
+    QUERY(nvmlDeviceGetMemoryInfo, device, &memory);
+    MemoryV2 memory_v2{};
+    memory_v2.version = static_cast<unsigned>(sizeof(MemoryV2)) | (2u << 24);
+    QUERY(nvmlDeviceGetMemoryInfo_v2, device, &memory_v2);
+    Utilization utilization{};
+    QUERY(nvmlDeviceGetUtilizationRates, device, &utilization);
+
+    // Processes: size the list first, as the documentation says.
+    unsigned process_count = 0;
+    auto running =
+        find<int (*)(Device, unsigned*, ProcessInfo*)>("nvmlDeviceGetComputeRunningProcesses_v3");
+    int status = running(device, &process_count, nullptr);
+    if (status != kSuccess && status != kInsufficientSize) {
+      require(status, "nvmlDeviceGetComputeRunningProcesses_v3");
+    }
+    std::vector<ProcessInfo> processes(process_count + 4);
+    process_count = static_cast<unsigned>(processes.size());
+    require(running(device, &process_count, processes.data()),
+            "nvmlDeviceGetComputeRunningProcesses_v3");
+    processes.resize(process_count);
+
+    // SM utilisation per process over the whole window (lastSeen 0).
+    std::map<unsigned, unsigned> sm_by_pid;
+    auto process_utilization = find<int (*)(Device, ProcessSample*, unsigned*, unsigned long long)>(
+        "nvmlDeviceGetProcessUtilization");
+    unsigned sample_count = 0;
+    status = process_utilization(device, nullptr, &sample_count, 0);
+    if (status == kInsufficientSize) {
+      std::vector<ProcessSample> samples(sample_count + 4);
+      sample_count = static_cast<unsigned>(samples.size());
+      status = process_utilization(device, samples.data(), &sample_count, 0);
+      if (status == kSuccess) {
+        for (unsigned i = 0; i < sample_count; ++i) sm_by_pid[samples[i].pid] = samples[i].sm;
+      }
+    }
+    if (status != kSuccess && status != kNotFound) {
+      require(status, "nvmlDeviceGetProcessUtilization");
+    }
+
+    std::printf(
+        "{\"kind\":\"nvml-device\",\"version\":1,\"index\":%u,\"name\":\"%s\",\"uuid\":\"%s\","
+        "\"serial\":\"%s\",\"pci_bus_id\":\"%s\",\"minor\":%u,\"compute_mode\":%d,"
+        "\"mig_mode\":%u,\"driver\":\"%s\",\"cuda_version\":%d,"
+        "\"memory\":{\"total_bytes\":%llu,\"used_bytes\":%llu,\"free_bytes\":%llu},"
+        "\"memory_v2\":{\"total_bytes\":%llu,\"reserved_bytes\":%llu,\"used_bytes\":%llu,"
+        "\"free_bytes\":%llu},\"sm_clock_mhz\":%u,\"memory_clock_mhz\":%u,\"power_mw\":%u,"
+        "\"power_limit_mw\":%u,\"temperature_c\":%u,\"gpu_util_pct\":%u,\"processes\":[",
+        index, name, uuid, serial, pci.bus_id, minor, compute_mode, mig_current, driver,
+        cuda_version, memory.total, memory.used, memory.free, memory_v2.total, memory_v2.reserved,
+        memory_v2.used, memory_v2.free, sm_clock, memory_clock, power, power_limit, temperature,
+        utilization.gpu);
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      auto sm = sm_by_pid.find(processes[i].pid);
+      std::printf("%s{\"pid\":%u,\"used_bytes\":%llu,\"sm_util_pct\":%u}", i == 0 ? "" : ",",
+                  processes[i].pid, processes[i].used_gpu_memory,
+                  sm == sm_by_pid.end() ? 0u : sm->second);
+    }
+    std::printf("]}\n");
+  }
+  QUERY(nvmlShutdown);
+  return 0;
+}
