@@ -19,7 +19,17 @@ victim_dir=$base/gpushare-sim.$victim
 [ -e "$victim_dir" ] && skip "$victim_dir exists already"
 open_dir=$(mktemp -d /tmp/gpushare-simstate.XXXXXX)
 chmod 0777 "$open_dir"
-trap 'status=$?; rm -rf "$victim_dir" "$open_dir"; (exit $status); cleanup' EXIT
+# Stop the other users' processes before removing their directories (a
+# coordinator still running could write into one while it is removed).
+teardown() {
+  local status=$?
+  jobs -p | xargs -r kill 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$victim_dir" "$open_dir" 2>/dev/null || true
+  (exit "$status")
+  cleanup
+}
+trap teardown EXIT
 chmod 0711 "$scratch"
 workload=(gpushare-run --sim --no-coordinator "$libexec/gpushare-workload" --iterations 1 --mem 1MiB)
 
