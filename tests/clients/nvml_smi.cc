@@ -3,7 +3,8 @@
 // at run time (as monitoring tools do) and prints one JSON line per device
 // with what nvidia-smi shows: identity, PCI location, modes, memory (both
 // nvmlMemory_t and nvmlMemory_v2_t), clocks, power, utilisation, and the
-// compute processes with their memory and SM utilisation.
+// compute processes with their memory and SM utilisation (from both
+// nvmlDeviceGetProcessUtilization and nvmlDeviceGetProcessesUtilizationInfo).
 //
 //   gpushare-nvml-smi
 //
@@ -44,6 +45,16 @@ struct ProcessSample {  // nvmlProcessUtilizationSample_t
   unsigned int pid;
   unsigned long long timestamp_us;
   unsigned int sm, memory, encoder, decoder;
+};
+struct ProcessUtilizationInfo {  // nvmlProcessUtilizationInfo_v1_t
+  unsigned long long timestamp_us;
+  unsigned int pid, sm, memory, encoder, decoder, jpeg, ofa;
+};
+struct ProcessesUtilizationInfo {  // nvmlProcessesUtilizationInfo_v1_t; version = sizeof | 1 << 24
+  unsigned int version;
+  unsigned int count;
+  unsigned long long last_seen_us;
+  ProcessUtilizationInfo* samples;
 };
 
 constexpr int kSuccess = 0;
@@ -153,6 +164,26 @@ int main(int argc, char**) {
       require(status, "nvmlDeviceGetProcessUtilization");
     }
 
+    // The same through the versioned call of NVML 12.3 and later.
+    std::map<unsigned, unsigned> sm_by_pid_v1;
+    auto processes_utilization =
+        find<int (*)(Device, ProcessesUtilizationInfo*)>("nvmlDeviceGetProcessesUtilizationInfo");
+    ProcessesUtilizationInfo info{};
+    info.version = static_cast<unsigned>(sizeof info) | (1u << 24);
+    status = processes_utilization(device, &info);
+    if (status == kInsufficientSize) {
+      std::vector<ProcessUtilizationInfo> samples(info.count + 4);
+      info.count = static_cast<unsigned>(samples.size());
+      info.samples = samples.data();
+      status = processes_utilization(device, &info);
+      if (status == kSuccess) {
+        for (unsigned i = 0; i < info.count; ++i) sm_by_pid_v1[samples[i].pid] = samples[i].sm;
+      }
+    }
+    if (status != kSuccess && status != kNotFound) {
+      require(status, "nvmlDeviceGetProcessesUtilizationInfo");
+    }
+
     std::printf(
         "{\"kind\":\"nvml-device\",\"version\":1,\"index\":%u,\"name\":\"%s\",\"uuid\":\"%s\","
         "\"serial\":\"%s\",\"pci_bus_id\":\"%s\",\"minor\":%u,\"compute_mode\":%d,"
@@ -167,9 +198,12 @@ int main(int argc, char**) {
         utilization.gpu);
     for (std::size_t i = 0; i < processes.size(); ++i) {
       auto sm = sm_by_pid.find(processes[i].pid);
-      std::printf("%s{\"pid\":%u,\"used_bytes\":%llu,\"sm_util_pct\":%u}", i == 0 ? "" : ",",
-                  processes[i].pid, processes[i].used_gpu_memory,
-                  sm == sm_by_pid.end() ? 0u : sm->second);
+      auto sm_v1 = sm_by_pid_v1.find(processes[i].pid);
+      std::printf(
+          "%s{\"pid\":%u,\"used_bytes\":%llu,\"sm_util_pct\":%u,\"sm_util_pct_info_v1\":%u}",
+          i == 0 ? "" : ",", processes[i].pid, processes[i].used_gpu_memory,
+          sm == sm_by_pid.end() ? 0u : sm->second,
+          sm_v1 == sm_by_pid_v1.end() ? 0u : sm_v1->second);
     }
     std::printf("]}\n");
   }

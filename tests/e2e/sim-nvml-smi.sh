@@ -3,8 +3,9 @@
 # documentation) queries the simulated GPU while two jobs run kernels on it:
 # both processes are listed with what they hold, each with its own SM
 # utilisation, which add up to the device's; memory is total = used +
-# free + reserved in both NVML layouts and used is the processes' sum; the
-# constant properties are sane and MIG is off.
+# free + reserved in both NVML layouts and used is the processes' sum (and
+# under the interposer, a consistent clamped GPU); the constant properties
+# are sane and MIG is off.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libnvidia-ml.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB
@@ -25,6 +26,17 @@ b=$!
 wait_file "$scratch/a.ready"
 wait_file "$scratch/b.ready"
 expect_exit 0 "$libexec/tests/gpushare-nvml-smi"
+cp "$scratch/out" "$scratch/smi.out"
+# The same client under the interposer with a 2 GiB limit sees the clamped
+# virtual GPU, and the same identity holds in both layouts.
+LD_PRELOAD="$libexec/libgpushare-interpose.so" GPUSHARE_MEM_LIMIT=2GiB \
+  expect_exit 0 "$libexec/tests/gpushare-nvml-smi"
+jq -e '.memory.total_bytes == 2147483648 and .memory_v2.total_bytes == 2147483648
+   and .memory.total_bytes == .memory.used_bytes + .memory.free_bytes
+   and .memory_v2.total_bytes == .memory_v2.used_bytes + .memory_v2.free_bytes + .memory_v2.reserved_bytes
+   and (.processes | length) == 2' "$scratch/out" >/dev/null ||
+  { cat "$scratch/out"; fail "the interposer's NVML view is not a consistent 2 GiB GPU"; }
+cp "$scratch/smi.out" "$scratch/out"
 touch "$scratch/go"
 wait "$a" || fail "job a failed"
 wait "$b" || fail "job b failed"
@@ -42,6 +54,7 @@ check --argjson a "$a" --argjson b "$b" --argjson ua $(((1024 + 300) * MiB)) \
 # 600 ms each of a 6000 ms window: 10 % each (less only if the query came
 # more than about 4 s late), 20 % for the device, and the parts add up.
 check '.processes | all(.sm_util_pct >= 7 and .sm_util_pct <= 11)'
+check '.processes | all((.sm_util_pct - .sm_util_pct_info_v1) | fabs <= 1)'
 check '.gpu_util_pct >= 14 and .gpu_util_pct <= 21'
 check '((.processes | map(.sm_util_pct) | add) - .gpu_util_pct) | fabs <= 2'
 check '.power_mw > 60000 and .power_mw <= .power_limit_mw'
