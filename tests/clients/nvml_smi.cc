@@ -161,6 +161,7 @@ int main(int argc, char**) {
 
     // SM utilisation per process over the whole window (lastSeen 0).
     std::map<unsigned, unsigned> sm_by_pid;
+    unsigned long long last_seen_us = 0;
     auto process_utilization = find<int (*)(Device, ProcessSample*, unsigned*, unsigned long long)>(
         "nvmlDeviceGetProcessUtilization");
     unsigned sample_count = 0;
@@ -170,12 +171,20 @@ int main(int argc, char**) {
       sample_count = static_cast<unsigned>(samples.size());
       status = process_utilization(device, samples.data(), &sample_count, 0);
       if (status == kSuccess) {
-        for (unsigned i = 0; i < sample_count; ++i) sm_by_pid[samples[i].pid] = samples[i].sm;
+        for (unsigned i = 0; i < sample_count; ++i) {
+          sm_by_pid[samples[i].pid] = samples[i].sm;
+          if (samples[i].timestamp_us > last_seen_us) last_seen_us = samples[i].timestamp_us;
+        }
       }
     }
     if (status != kSuccess && status != kNotFound) {
       require(status, "nvmlDeviceGetProcessUtilization");
     }
+    // Again, only for what happened since those samples (a monitor's loop).
+    unsigned since_count = 0;
+    int since_status = last_seen_us == 0
+                           ? kNotFound
+                           : process_utilization(device, nullptr, &since_count, last_seen_us);
 
     // GPU utilisation samples (NVML_GPU_UTILIZATION_SAMPLES): how many, and
     // the busiest, of unsigned int type (NVML_VALUE_TYPE_UNSIGNED_INT).
@@ -225,11 +234,13 @@ int main(int argc, char**) {
         "\"memory_v2\":{\"total_bytes\":%llu,\"reserved_bytes\":%llu,\"used_bytes\":%llu,"
         "\"free_bytes\":%llu},\"sm_clock_mhz\":%u,\"memory_clock_mhz\":%u,\"power_mw\":%u,"
         "\"power_limit_mw\":%u,\"temperature_c\":%u,\"gpu_util_pct\":%u,"
-        "\"util_samples\":%u,\"util_samples_max_pct\":%u,\"processes\":[",
+        "\"util_samples\":%u,\"util_samples_max_pct\":%u,\"process_samples_since_status\":%d,"
+        "\"process_samples_since\":%u,\"processes\":[",
         index, name, uuid, serial, pci.bus_id, minor, compute_mode, mig_current, driver,
         cuda_version, memory.total, memory.used, memory.free, memory_v2.total, memory_v2.reserved,
         memory_v2.used, memory_v2.free, sm_clock, memory_clock, power, power_limit, temperature,
-        utilization.gpu, samples_status == kSuccess ? samples_count : 0u, util_max);
+        utilization.gpu, samples_status == kSuccess ? samples_count : 0u, util_max, since_status,
+        since_count);
     for (std::size_t i = 0; i < processes.size(); ++i) {
       auto sm = sm_by_pid.find(processes[i].pid);
       auto sm_v1 = sm_by_pid_v1.find(processes[i].pid);

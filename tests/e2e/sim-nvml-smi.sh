@@ -55,6 +55,8 @@ check --argjson a "$a" --argjson b "$b" --argjson ua $(((1024 + 300) * MiB)) \
 # more than about 4 s late), 20 % for the device, and the parts add up.
 check '.processes | all(.sm_util_pct >= 7 and .sm_util_pct <= 11)'
 check '.processes | all((.sm_util_pct - .sm_util_pct_info_v1) | fabs <= 1)'
+# The jobs are idle now: nothing since the samples just read (NOT_FOUND).
+check '.process_samples_since_status == 6'
 check '.gpu_util_pct >= 14 and .gpu_util_pct <= 21'
 check '((.processes | map(.sm_util_pct) | add) - .gpu_util_pct) | fabs <= 2'
 check '.power_mw > 60000 and .power_mw <= .power_limit_mw'
