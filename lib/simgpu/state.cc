@@ -274,13 +274,55 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
   return false;
 }
 
+// Creates the directory of `path` mode 0700 if missing, and insists that it
+// is a directory (not a link) of this user's that no one else may enter.
+static bool prepare_private_directory(const char* path, char* error, std::size_t error_bytes) {
+  char directory[kPathBytes];
+  std::snprintf(directory, sizeof directory, "%s", path);
+  char* slash = std::strrchr(directory, '/');
+  if (slash == nullptr || slash == directory) return true;
+  *slash = '\0';
+  if (mkdir(directory, 0700) != 0 && errno != EEXIST) {
+    set_error(error, error_bytes, "cannot create %s: %s", directory, std::strerror(errno));
+    return false;
+  }
+  struct stat info;
+  if (lstat(directory, &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid() ||
+      (info.st_mode & 077) != 0) {
+    set_error(error, error_bytes,
+              "refusing %s for the simulated GPU state: it must be a directory of this user's, "
+              "mode 0700%s (or set GPUSHARE_SIM_STATE)",
+              directory, "");
+    return false;
+  }
+  return true;
+}
+
 bool StateFile::open(const SimConfig& config, char* error, std::size_t error_bytes) {
   close();
   std::snprintf(path_, sizeof path_, "%s", config.state_path);
-  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (config.state_in_private_directory && !prepare_private_directory(path_, error, error_bytes)) {
+    return false;
+  }
+  // Never through a link, and only a file of this user's (or root's) that
+  // nobody else may write: another user's file could be truncated under us.
+  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0600);
   if (fd < 0) {
     set_error(error, error_bytes, "cannot open the simulated GPU state file %s: %s", path_,
-              std::strerror(errno));
+              errno == ELOOP ? "it is a symbolic link" : std::strerror(errno));
+    return false;
+  }
+  struct stat owner;
+  if (fstat(fd, &owner) == 0 && ((owner.st_uid != geteuid() && owner.st_uid != 0) ||
+                                 (owner.st_mode & 022) != 0)) {
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "uid %u, mode %03o", static_cast<unsigned>(owner.st_uid),
+                  static_cast<unsigned>(owner.st_mode & 0777));
+    set_error(error, error_bytes,
+              "refusing the simulated GPU state file %s (%s): it must be this user's and "
+              "writable by no one else",
+              path_, detail);
+    ::close(fd);
     return false;
   }
   // The creator initialises under an exclusive flock; others wait for it.

@@ -3,7 +3,8 @@
 // at run time (as monitoring tools do) and prints one JSON line per device
 // with what nvidia-smi shows: identity, PCI location, modes, memory (both
 // nvmlMemory_t and nvmlMemory_v2_t), clocks, power, utilisation, and the
-// compute processes with their memory and SM utilisation.
+// compute processes with their memory and SM utilisation (from both
+// nvmlDeviceGetProcessUtilization and nvmlDeviceGetProcessesUtilizationInfo).
 //
 //   gpushare-nvml-smi
 //
@@ -45,6 +46,24 @@ struct ProcessSample {  // nvmlProcessUtilizationSample_t
   unsigned long long timestamp_us;
   unsigned int sm, memory, encoder, decoder;
 };
+struct Sample {  // nvmlSample_t
+  unsigned long long timestamp_us;
+  union {
+    double d;
+    unsigned int ui;
+    unsigned long long ull;
+  } value;
+};
+struct ProcessUtilizationInfo {  // nvmlProcessUtilizationInfo_v1_t
+  unsigned long long timestamp_us;
+  unsigned int pid, sm, memory, encoder, decoder, jpeg, ofa;
+};
+struct ProcessesUtilizationInfo {  // nvmlProcessesUtilizationInfo_v1_t; version = sizeof | 1 << 24
+  unsigned int version;
+  unsigned int count;
+  unsigned long long last_seen_us;
+  ProcessUtilizationInfo* samples;
+};
 
 constexpr int kSuccess = 0;
 constexpr int kNotFound = 6;
@@ -70,8 +89,13 @@ void require(int status, const char* what) {
   std::exit(1);
 }
 
-// Calls NAME(device, out...) and fails the run if it does not succeed.
-#define QUERY(name, ...) require(find<int (*)(...)>(#name)(__VA_ARGS__), #name)
+// Calls an entry point with the types of the arguments given (NVML's
+// enums are int-sized), and fails the run if it does not succeed.
+template <class... Args>
+int call(const char* name, Args... args) {
+  return find<int (*)(Args...)>(name)(args...);
+}
+#define QUERY(name, ...) require(call(#name __VA_OPT__(, ) __VA_ARGS__), #name)
 
 }  // namespace
 
@@ -137,6 +161,7 @@ int main(int argc, char**) {
 
     // SM utilisation per process over the whole window (lastSeen 0).
     std::map<unsigned, unsigned> sm_by_pid;
+    unsigned long long last_seen_us = 0;
     auto process_utilization = find<int (*)(Device, ProcessSample*, unsigned*, unsigned long long)>(
         "nvmlDeviceGetProcessUtilization");
     unsigned sample_count = 0;
@@ -146,11 +171,59 @@ int main(int argc, char**) {
       sample_count = static_cast<unsigned>(samples.size());
       status = process_utilization(device, samples.data(), &sample_count, 0);
       if (status == kSuccess) {
-        for (unsigned i = 0; i < sample_count; ++i) sm_by_pid[samples[i].pid] = samples[i].sm;
+        for (unsigned i = 0; i < sample_count; ++i) {
+          sm_by_pid[samples[i].pid] = samples[i].sm;
+          if (samples[i].timestamp_us > last_seen_us) last_seen_us = samples[i].timestamp_us;
+        }
       }
     }
     if (status != kSuccess && status != kNotFound) {
       require(status, "nvmlDeviceGetProcessUtilization");
+    }
+    // Again, only for what happened since those samples (a monitor's loop).
+    unsigned since_count = 0;
+    int since_status = last_seen_us == 0
+                           ? kNotFound
+                           : process_utilization(device, nullptr, &since_count, last_seen_us);
+
+    // GPU utilisation samples (NVML_GPU_UTILIZATION_SAMPLES): how many, and
+    // the busiest, of unsigned int type (NVML_VALUE_TYPE_UNSIGNED_INT).
+    auto get_samples = find<int (*)(Device, int, unsigned long long, int*, unsigned*, Sample*)>(
+        "nvmlDeviceGetSamples");
+    int value_type = -1;
+    unsigned samples_count = 0;
+    require(get_samples(device, 1, 0, &value_type, &samples_count, nullptr),
+            "nvmlDeviceGetSamples");
+    std::vector<Sample> util_samples(samples_count);
+    unsigned util_max = 0;
+    int samples_status =
+        get_samples(device, 1, 0, &value_type, &samples_count, util_samples.data());
+    if (samples_status == kSuccess && value_type == 1) {
+      for (unsigned i = 0; i < samples_count; ++i) {
+        if (util_samples[i].value.ui > util_max) util_max = util_samples[i].value.ui;
+      }
+    } else if (samples_status != kNotFound) {
+      require(samples_status == kSuccess ? 999 : samples_status, "nvmlDeviceGetSamples");
+    }
+
+    // The same through the versioned call of NVML 12.3 and later.
+    std::map<unsigned, unsigned> sm_by_pid_v1;
+    auto processes_utilization =
+        find<int (*)(Device, ProcessesUtilizationInfo*)>("nvmlDeviceGetProcessesUtilizationInfo");
+    ProcessesUtilizationInfo info{};
+    info.version = static_cast<unsigned>(sizeof info) | (1u << 24);
+    status = processes_utilization(device, &info);
+    if (status == kInsufficientSize) {
+      std::vector<ProcessUtilizationInfo> samples(info.count + 4);
+      info.count = static_cast<unsigned>(samples.size());
+      info.samples = samples.data();
+      status = processes_utilization(device, &info);
+      if (status == kSuccess) {
+        for (unsigned i = 0; i < info.count; ++i) sm_by_pid_v1[samples[i].pid] = samples[i].sm;
+      }
+    }
+    if (status != kSuccess && status != kNotFound) {
+      require(status, "nvmlDeviceGetProcessesUtilizationInfo");
     }
 
     std::printf(
@@ -160,16 +233,22 @@ int main(int argc, char**) {
         "\"memory\":{\"total_bytes\":%llu,\"used_bytes\":%llu,\"free_bytes\":%llu},"
         "\"memory_v2\":{\"total_bytes\":%llu,\"reserved_bytes\":%llu,\"used_bytes\":%llu,"
         "\"free_bytes\":%llu},\"sm_clock_mhz\":%u,\"memory_clock_mhz\":%u,\"power_mw\":%u,"
-        "\"power_limit_mw\":%u,\"temperature_c\":%u,\"gpu_util_pct\":%u,\"processes\":[",
+        "\"power_limit_mw\":%u,\"temperature_c\":%u,\"gpu_util_pct\":%u,"
+        "\"util_samples\":%u,\"util_samples_max_pct\":%u,\"process_samples_since_status\":%d,"
+        "\"process_samples_since\":%u,\"processes\":[",
         index, name, uuid, serial, pci.bus_id, minor, compute_mode, mig_current, driver,
         cuda_version, memory.total, memory.used, memory.free, memory_v2.total, memory_v2.reserved,
         memory_v2.used, memory_v2.free, sm_clock, memory_clock, power, power_limit, temperature,
-        utilization.gpu);
+        utilization.gpu, samples_status == kSuccess ? samples_count : 0u, util_max, since_status,
+        since_count);
     for (std::size_t i = 0; i < processes.size(); ++i) {
       auto sm = sm_by_pid.find(processes[i].pid);
-      std::printf("%s{\"pid\":%u,\"used_bytes\":%llu,\"sm_util_pct\":%u}", i == 0 ? "" : ",",
-                  processes[i].pid, processes[i].used_gpu_memory,
-                  sm == sm_by_pid.end() ? 0u : sm->second);
+      auto sm_v1 = sm_by_pid_v1.find(processes[i].pid);
+      std::printf(
+          "%s{\"pid\":%u,\"used_bytes\":%llu,\"sm_util_pct\":%u,\"sm_util_pct_info_v1\":%u}",
+          i == 0 ? "" : ",", processes[i].pid, processes[i].used_gpu_memory,
+          sm == sm_by_pid.end() ? 0u : sm->second,
+          sm_v1 == sm_by_pid_v1.end() ? 0u : sm_v1->second);
     }
     std::printf("]}\n");
   }

@@ -54,9 +54,15 @@ check --argjson a "$a" --argjson b "$b" --argjson ua $(((1024 + 300) * MiB)) \
 # 600 ms each of a 6000 ms window: 10 % each (less only if the query came
 # more than about 4 s late), 20 % for the device, and the parts add up.
 check '.processes | all(.sm_util_pct >= 7 and .sm_util_pct <= 11)'
+check '.processes | all((.sm_util_pct - .sm_util_pct_info_v1) | fabs <= 1)'
+# The jobs are idle now: nothing since the samples just read (NOT_FOUND).
+check '.process_samples_since_status == 6'
 check '.gpu_util_pct >= 14 and .gpu_util_pct <= 21'
 check '((.processes | map(.sm_util_pct) | add) - .gpu_util_pct) | fabs <= 2'
 check '.power_mw > 60000 and .power_mw <= .power_limit_mw'
+# Samples every 100 ms over the 6 s window; the jobs kept the device busy
+# for over a second, so some 100 ms had it mostly busy.
+check '.util_samples == 60 and .util_samples_max_pct >= 50'
 # Memory: both layouts agree, and used is what the processes hold.
 check '.memory.total_bytes == 8589934592
    and .memory.total_bytes == .memory.used_bytes + .memory.free_bytes

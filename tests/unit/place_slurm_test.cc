@@ -1,6 +1,8 @@
 // Laying Slurm's view (sinfo/squeue --json, Slurm 22.05's shapes) and the
 // nodes' gpushare telemetry over a cluster file.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "place/cluster_slurm.h"
@@ -139,4 +141,39 @@ TEST_CASE("Slurm input that contradicts the cluster file or is not JSON is refus
   CHECK(result.error().message == "node n1: Slurm has 3 GPUs (gres), the cluster file 2");
   CHECK_FALSE(apply_slurm_state(&cluster, SlurmState{"[]", R"({"jobs":[]})", {}}).ok());
   CHECK_FALSE(apply_slurm_state(&cluster, SlurmState{sinfo(), "{\"jobs\":3}", {}}).ok());
+}
+
+TEST_CASE("what Slurm 22.05 printed on the test cluster reads as its GPUs are held") {
+  // tests/data/place/slurm-22.05: one node "vm" with gpu:2,shard:16; job 1
+  // on gpu:1 (IDX:0), jobs 2 and 3 on shards of GPU 1.
+  auto read = [](const char* name) {
+    std::ifstream in(std::string(GPUSHARE_SOURCE_DIR) + "/tests/data/place/slurm-22.05/" + name);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  auto cluster = gpushare::place::parse_cluster(R"(
+[[node]]
+name = "vm"
+[[node.gpu]]
+index = 0
+mem = "4GiB"
+[[node.gpu]]
+index = 1
+mem = "4GiB"
+)",
+                                                "test.toml");
+  REQUIRE(cluster.ok());
+  auto notes =
+      apply_slurm_state(&*cluster, SlurmState{read("sinfo.json"), read("squeue.json"), {}});
+  REQUIRE(notes.ok());
+  CHECK(notes->empty());
+  const auto& gpus = cluster->nodes.at(0).gpus;
+  REQUIRE(gpus[0].jobs.size() == 1);
+  CHECK(gpus[0].jobs[0].id == "slurm-1");
+  CHECK(gpus[0].jobs[0].job_class == JobClass::kProduction);
+  REQUIRE(gpus[1].jobs.size() == 2);
+  CHECK(gpus[1].jobs[0].id == "slurm-2");
+  CHECK(gpus[1].jobs[1].id == "slurm-3");
+  CHECK(gpus[1].jobs[1].job_class == JobClass::kOpportunistic);
 }

@@ -10,7 +10,8 @@
 //     lastSeenTimeStamp (at most the utilisation window, at least 1 ms),
 //     so the per-process figures add up to the device's. As on a real GPU,
 //     NVML_ERROR_NOT_FOUND when no process has a sample newer than
-//     lastSeenTimeStamp.
+//     lastSeenTimeStamp. nvmlDeviceGetProcessesUtilizationInfo (NVML 12.3)
+//     gives the same samples in its versioned layout.
 //   - nvmlDeviceGetSamples (GPU utilisation): one sample per kSamplePeriodUs
 //     over the window, oldest first, each the busy share of its period.
 //
@@ -115,13 +116,35 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(void* handle,
   return NVML_SUCCESS;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(void* handle,
-                                                         nvmlProcessUtilizationSample_t* samples,
-                                                         unsigned int* count,
-                                                         unsigned long long last_seen_us) {
-  int device = 0;
-  if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
-  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+namespace {
+
+struct nvmlProcessUtilizationInfo_v1_t {
+  unsigned long long timeStamp;
+  unsigned int pid;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+  unsigned int jpgUtil;
+  unsigned int ofaUtil;
+};
+
+struct nvmlProcessesUtilizationInfo_v1_t {
+  unsigned int version;
+  unsigned int processSamplesCount;
+  unsigned long long lastSeenTimeStamp;
+  nvmlProcessUtilizationInfo_v1_t* procUtilArray;
+};
+constexpr unsigned kProcessesUtilizationInfoV1 =
+    static_cast<unsigned>(sizeof(nvmlProcessesUtilizationInfo_v1_t)) | (1u << 24);
+
+// One sample per process that ran kernels on the device in the window
+// since last_seen_us, written by `write(index, pid, sm_percent, now_us)`
+// while index < capacity (none when `samples_wanted` is false). Returns
+// NVML's status for the call, with *count set to the samples there are.
+template <class Write>
+nvmlReturn_t process_samples(int device, unsigned long long last_seen_us, bool samples_wanted,
+                             unsigned* count, Write write) {
   if (!lock_state()) return NVML_ERROR_UNKNOWN;
   const StateLayout* layout = g_nvml.state.layout();
   Window window = window_since(last_seen_us);
@@ -133,21 +156,57 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(void* handle,
     if (busy_ns_between(layout->devices[device], window.from_ns, window.now_ns, slot.pid) == 0) {
       continue;
     }
-    if (samples != nullptr && found < *count) {
-      nvmlProcessUtilizationSample_t sample{};
-      sample.pid = static_cast<unsigned>(slot.pid);
-      sample.timeStamp = window.now_us;
-      sample.smUtil = busy_percent(device, window.from_ns, window.now_ns, slot.pid);
-      samples[found] = sample;
+    if (samples_wanted && found < *count) {
+      write(found, static_cast<unsigned>(slot.pid),
+            busy_percent(device, window.from_ns, window.now_ns, slot.pid), window.now_us);
     }
     ++found;
   }
   unlock_state();
   if (found == 0) return NVML_ERROR_NOT_FOUND;
-  // Sizing call (null buffer) or a buffer too small: the count needed.
-  bool enough = samples != nullptr && found <= *count;
+  // A sizing call (no buffer) or a buffer too small: the count needed.
+  bool enough = samples_wanted && found <= *count;
   *count = found;
   return enough ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+}  // namespace
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(void* handle,
+                                                         nvmlProcessUtilizationSample_t* samples,
+                                                         unsigned int* count,
+                                                         unsigned long long last_seen_us) {
+  int device = 0;
+  if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return process_samples(
+      device, last_seen_us, samples != nullptr, count,
+      [samples](unsigned index, unsigned pid, unsigned sm, unsigned long long now) {
+        nvmlProcessUtilizationSample_t sample{};
+        sample.pid = pid;
+        sample.timeStamp = now;
+        sample.smUtil = sm;
+        samples[index] = sample;
+      });
+}
+
+// The same samples in the layout of NVML 12.3 and later.
+NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetProcessesUtilizationInfo(void* handle, nvmlProcessesUtilizationInfo_v1_t* info) {
+  int device = 0;
+  if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != kProcessesUtilizationInfoV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  nvmlProcessUtilizationInfo_v1_t* samples = info->procUtilArray;
+  return process_samples(
+      device, info->lastSeenTimeStamp, samples != nullptr, &info->processSamplesCount,
+      [samples](unsigned index, unsigned pid, unsigned sm, unsigned long long now) {
+        nvmlProcessUtilizationInfo_v1_t sample{};
+        sample.timeStamp = now;
+        sample.pid = pid;
+        sample.smUtil = sm;
+        samples[index] = sample;
+      });
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetSamples(void* handle, int type,
