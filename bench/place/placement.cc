@@ -184,6 +184,39 @@ gpushare::Result<EndToEnd> end_to_end(const std::string& dir) {
   return result;
 }
 
+/// Placer::place alone over `jobs`, and the outcome counts.
+struct PlacementTimes {
+  long counts[3] = {0, 0, 0};  ///< by PlacementStatus
+  std::size_t tenth = 1;       ///< jobs in each of the first and the last tenth
+  double total_ms = 0;
+  double first_tenth_ns_per_job = 0;
+  double last_tenth_ns_per_job = 0;
+};
+
+PlacementTimes time_placement(place::Placer* placer, const std::vector<place::Job>& jobs) {
+  PlacementTimes times;
+  // The first and the last `tenth` jobs; with fewer than 10 jobs, one each.
+  const std::size_t tenth = std::max<std::size_t>(1, jobs.size() / 10);
+  times.tenth = tenth;
+  Clock::duration first_tenth{};
+  auto start = Clock::now();
+  auto last_start = start;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (i == jobs.size() - tenth) last_start = Clock::now();
+    place::Placement placement = placer->place(jobs[i]);
+    ++times.counts[static_cast<int>(placement.status)];
+    if (i + 1 == tenth) first_tenth = Clock::now() - start;
+  }
+  auto end = Clock::now();
+  auto per_job_ns = [&](Clock::duration d) {
+    return std::chrono::duration<double, std::nano>(d).count() / static_cast<double>(tenth);
+  };
+  times.total_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  times.first_tenth_ns_per_job = per_job_ns(first_tenth);
+  times.last_tenth_ns_per_job = per_job_ns(end - last_start);
+  return times;
+}
+
 int run(const BenchOptions& options) {
   std::mt19937 rng(options.seed);
   auto setup_start = Clock::now();
@@ -192,24 +225,7 @@ int run(const BenchOptions& options) {
   place::Placer placer(cluster);
   double setup_ms = ms_since(setup_start);
 
-  long counts[3] = {0, 0, 0};
-  // The first and the last `tenth` jobs; with fewer than 10 jobs, one each.
-  const std::size_t tenth = std::max<std::size_t>(1, jobs.size() / 10);
-  Clock::duration first_tenth{}, last_tenth{};
-  auto start = Clock::now();
-  auto last_start = start;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (i == jobs.size() - tenth) last_start = Clock::now();
-    place::Placement placement = placer.place(jobs[i]);
-    ++counts[static_cast<int>(placement.status)];
-    if (i + 1 == tenth) first_tenth = Clock::now() - start;
-  }
-  auto end = Clock::now();
-  last_tenth = end - last_start;
-  double total_ms = std::chrono::duration<double, std::milli>(end - start).count();
-  auto per_job_ns = [&](Clock::duration d) {
-    return std::chrono::duration<double, std::nano>(d).count() / static_cast<double>(tenth);
-  };
+  PlacementTimes placement = time_placement(&placer, jobs);
 
   // The same cluster and jobs as files, through gpushare-place's path.
   std::string dir = options.emit_dir;
@@ -243,16 +259,17 @@ int run(const BenchOptions& options) {
       {"name", "place"},
       {"gpus", options.gpus},
       {"jobs", options.jobs},
-      {"placed", counts[0]},
-      {"reserved", counts[1]},
-      {"unplaced", counts[2]},
+      {"placed", placement.counts[0]},
+      {"reserved", placement.counts[1]},
+      {"unplaced", placement.counts[2]},
       {"setup_ms", setup_ms},
-      {"placement_ms", total_ms},
-      {"placement_jobs_per_s",
-       total_ms > 0 ? static_cast<double>(jobs.size()) / (total_ms / 1000) : 0.0},
-      {"tenth_jobs", tenth},
-      {"placement_first_tenth_ns_per_job", per_job_ns(first_tenth)},
-      {"placement_last_tenth_ns_per_job", per_job_ns(last_tenth)},
+      {"placement_ms", placement.total_ms},
+      {"placement_jobs_per_s", placement.total_ms > 0
+                                   ? static_cast<double>(jobs.size()) / (placement.total_ms / 1000)
+                                   : 0.0},
+      {"tenth_jobs", placement.tenth},
+      {"placement_first_tenth_ns_per_job", placement.first_tenth_ns_per_job},
+      {"placement_last_tenth_ns_per_job", placement.last_tenth_ns_per_job},
       {"cluster_file_bytes", cluster_file_bytes},
       {"end_to_end_cluster_file_ms", e2e->cluster_ms},
       {"end_to_end_jobs_ms", e2e->jobs_ms},

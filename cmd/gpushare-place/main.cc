@@ -20,6 +20,7 @@
 #include "place/placer.h"
 #include "place/state_writer.h"
 #include "replay.h"
+#include "slurm_state.h"
 
 namespace {
 
@@ -33,6 +34,7 @@ struct PlaceOptions {
   place::Format format = place::Format::kJson;
   bool explain = false;
   std::string state_out;
+  std::string slurm_state;  // --slurm-state DIR
 };
 
 /// One input record: a job, or why it is not one.
@@ -149,6 +151,13 @@ int run(const PlaceOptions& options) {
     error(cluster.error().message);
     return exit_status::kUsage;
   }
+  if (!options.slurm_state.empty()) {
+    if (auto applied = gpushare::place_cmd::apply_slurm_dir(&*cluster, options.slurm_state);
+        !applied) {
+      error(applied.error().message);
+      return exit_status::kUsage;
+    }
+  }
   place::Placer placer(std::move(*cluster));
 
   std::ifstream jobs_file;
@@ -213,6 +222,11 @@ int main(int argc, char** argv) {
   app.add_option("-s,--state-out", options.state_out,
                  "Write the cluster after placement to FILE (TOML)")
       ->type_name("FILE");
+
+  app.add_option("--slurm-state", options.slurm_state,
+                 "Lay Slurm's nodes and running jobs and the nodes' gpushare telemetry, read "
+                 "from DIR (gpushare-slurm-state writes it), over the cluster file")
+      ->type_name("DIR");
 
   gpushare::place_cmd::ReplayCommand replay;
   CLI::App* replay_app = gpushare::place_cmd::add_replay_subcommand(app, replay);

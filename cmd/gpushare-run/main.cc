@@ -4,20 +4,21 @@
 //
 // Exit status: the command's own; 125 when gpushare-run fails itself, usage
 // errors included; 126 when the command cannot run; 127 when it is not found.
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "runner/coordinator.h"
+#include "runner/devices.h"
 #include "runner/launch.h"
 
 namespace {
@@ -107,6 +108,15 @@ int run(RunOptions& options) {
   if (!plan) {
     gpushare::diag::error(plan.error().message);
     return exit_status::kRunFailed;
+  }
+  // A GPU that does not exist fails here, with our status, not at cuInit.
+  if (options.request.gpu) {
+    std::string nvml = options.request.sim ? paths->sim_dir + "/libnvidia-ml.so.1"
+                                           : std::string("libnvidia-ml.so.1");
+    if (gpushare::Status ok = gpushare::check_gpu_exists(*options.request.gpu, nvml); !ok) {
+      gpushare::diag::error("--gpu: " + ok.error().message);
+      return exit_status::kRunFailed;
+    }
   }
   // A coordinator for live limits, started per user when none is running.
   if (!options.no_coordinator) ensure_coordinator(executable, &*plan);

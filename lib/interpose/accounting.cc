@@ -53,9 +53,15 @@ MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
                         std::uint64_t physical_free, std::uint64_t held) {
   MemoryView view;
   view.total = limit < physical_total ? limit : physical_total;
-  view.used = held;
-  view.free = view.total > held ? view.total - held : 0;
+  // After a live decrease a job may hold more than its new limit: it is
+  // told it uses all of it, never more (NVML's total = used + free +
+  // reserved must hold, and tools choke on used > total).
+  view.used = held < view.total ? held : view.total;
+  view.free = view.total - view.used;
+  // What other processes hold is not free for this job either: that part
+  // of the capacity shows as reserved.
   if (view.free > physical_free) view.free = physical_free;
+  view.reserved = view.total - view.used - view.free;
   return view;
 }
 

@@ -53,11 +53,13 @@ struct MemoryView {
   std::uint64_t total;
   std::uint64_t free;
   std::uint64_t used;
+  std::uint64_t reserved;  ///< total - used - free: capacity others hold now
 };
 
-/// total = min(limit, physical); used = what the job holds; free = what is
-/// left of total, but never more than is physically free now (other jobs
-/// may hold the rest) and never negative.
+/// total = min(limit, physical); used = what the job holds, at most total
+/// (after a live decrease it may hold more); free = what is left of total,
+/// but never more than is physically free now (other jobs may hold the
+/// rest); reserved = the remainder, so that total = used + free + reserved.
 MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
                         std::uint64_t physical_free, std::uint64_t held);
 

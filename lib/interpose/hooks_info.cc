@@ -54,7 +54,7 @@ CUresult gs_cuMemGetInfo_v2(size_t* free, size_t* total) {
   }
   int device = current_device();
   MemoryView view = device >= 0 ? view_of(device, physical_total, physical_free)
-                                : MemoryView{physical_total, physical_free, 0};
+                                : MemoryView{physical_total, physical_free, 0, 0};
   if (free != nullptr) *free = view.free;
   if (total != nullptr) *total = view.total;
   return CUDA_SUCCESS;
@@ -95,7 +95,7 @@ GS_EXPORT NvmlReturn nvmlDeviceGetMemoryInfo_v2(NvmlDevice device, NvmlMemoryV2*
     memory->total = view.total;
     memory->free = view.free;
     memory->used = view.used;
-    memory->reserved = 0;
+    memory->reserved = view.reserved;
   }
   return result;
 }

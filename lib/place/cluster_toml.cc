@@ -357,10 +357,15 @@ Result<Cluster> parse_cluster(std::string_view text, std::string_view source_nam
 Result<Cluster> load_cluster(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream content;
-  content << in.rdbuf();
+  // One copy of the text, read in blocks: a stringstream and its str()
+  // would hold two for the whole parse.
+  std::string content;
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) {
+    content.append(block, static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) return make_error(path + ": cannot read: " + std::strerror(errno));
-  return parse_cluster(content.str(), path);
+  return parse_cluster(content, path);
 }
 
 }  // namespace gpushare::place

@@ -66,7 +66,7 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
                    size_text(job.mem_bytes));
       } else if (choice.status == PlacementStatus::kReserved) {
         reject(g, "ranked-lower", "free, but the reservation went to a node with more free GPUs");
-      } else if (choice.level == 3) {
+      } else if (choice.level == kSeveralNodes) {
         reject(g, "ranked-lower",
                chosen_node[gpus[g].node] ? "free, but " + gpu_rule + " ranked the chosen GPUs first"
                                          : "free, but the fewest-nodes rule chose other nodes");

@@ -19,6 +19,13 @@ namespace gpushare::place {
 /// so a message never says "needs 16GiB; has 16GiB".
 std::string size_text(std::uint64_t bytes);
 
+/// "1 GPU", "3 GPUs".
+std::string gpus_word(std::int64_t n);
+/// The words of a node_order (nodes) or gpu_order rule, for explanations.
+std::string order_rule(Order order, bool nodes);
+/// Choice::level of a production job placed over several nodes.
+inline constexpr int kSeveralNodes = 3;
+
 /// A production job's class decision, or its refusal.
 struct ClassDecision {
   std::optional<JobClass> job_class;  ///< unset: refused (over quota)

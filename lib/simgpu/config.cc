@@ -133,9 +133,13 @@ bool read_count(EnvLookup lookup, void* context, const char* name, std::uint64_t
   return true;
 }
 
+// In a directory of the user's own (gpushare-sim.UID): a predictable file name in /dev/shm
+// could be created first by another user, who could then truncate it under
+// the victim's processes.
 void default_state_path(char* path) {
   const char* directory = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  std::snprintf(path, kPathBytes, "%s/gpushare-sim-%u", directory, static_cast<unsigned>(getuid()));
+  std::snprintf(path, kPathBytes, "%s/gpushare-sim.%u/state", directory,
+                static_cast<unsigned>(getuid()));
 }
 
 const char* lookup_environment(const char* name, void*) { return std::getenv(name); }
@@ -159,6 +163,7 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
     std::snprintf(config->state_path, kPathBytes, "%s", path);
   } else {
     default_state_path(config->state_path);
+    config->state_in_private_directory = true;
   }
 
   std::uint64_t count = 1;

@@ -24,6 +24,9 @@ struct DeviceConfig {
 
 struct SimConfig {
   char state_path[kPathBytes];
+  /// The default path: its directory (gpushare-sim.UID under /dev/shm or
+  /// /tmp) is created mode 0700 and must be the user's own and private.
+  bool state_in_private_directory;
   int device_count;
   DeviceConfig devices[kMaxDevices];
   /// Managed-memory migration speed (GPUSHARE_SIM_MIGRATE_BANDWIDTH).

@@ -274,13 +274,55 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
   return false;
 }
 
+// Creates the directory of `path` mode 0700 if missing, and insists that it
+// is a directory (not a link) of this user's that no one else may enter.
+static bool prepare_private_directory(const char* path, char* error, std::size_t error_bytes) {
+  char directory[kPathBytes];
+  std::snprintf(directory, sizeof directory, "%s", path);
+  char* slash = std::strrchr(directory, '/');
+  if (slash == nullptr || slash == directory) return true;
+  *slash = '\0';
+  if (mkdir(directory, 0700) != 0 && errno != EEXIST) {
+    set_error(error, error_bytes, "cannot create %s: %s", directory, std::strerror(errno));
+    return false;
+  }
+  struct stat info;
+  if (lstat(directory, &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid() ||
+      (info.st_mode & 077) != 0) {
+    set_error(error, error_bytes,
+              "refusing %s for the simulated GPU state: it must be a directory of this user's, "
+              "mode 0700%s (or set GPUSHARE_SIM_STATE)",
+              directory, "");
+    return false;
+  }
+  return true;
+}
+
 bool StateFile::open(const SimConfig& config, char* error, std::size_t error_bytes) {
   close();
   std::snprintf(path_, sizeof path_, "%s", config.state_path);
-  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (config.state_in_private_directory && !prepare_private_directory(path_, error, error_bytes)) {
+    return false;
+  }
+  // Never through a link, and only a file of this user's (or root's) that
+  // nobody else may write: another user's file could be truncated under us.
+  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0600);
   if (fd < 0) {
     set_error(error, error_bytes, "cannot open the simulated GPU state file %s: %s", path_,
-              std::strerror(errno));
+              errno == ELOOP ? "it is a symbolic link" : std::strerror(errno));
+    return false;
+  }
+  struct stat owner;
+  if (fstat(fd, &owner) == 0 && ((owner.st_uid != geteuid() && owner.st_uid != 0) ||
+                                 (owner.st_mode & 022) != 0)) {
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "uid %u, mode %03o", static_cast<unsigned>(owner.st_uid),
+                  static_cast<unsigned>(owner.st_mode & 0777));
+    set_error(error, error_bytes,
+              "refusing the simulated GPU state file %s (%s): it must be this user's and "
+              "writable by no one else",
+              path_, detail);
+    ::close(fd);
     return false;
   }
   // The creator initialises under an exclusive flock; others wait for it.
@@ -600,7 +642,8 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std
   }
 }
 
-KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns) {
+KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns,
+                          std::int32_t pid) {
   device->ring_next %= kBusyRing;
   if (device->ring_count > kBusyRing) device->ring_count = kBusyRing;
   std::int64_t start = earliest_ns > device->busy_until_ns ? earliest_ns : device->busy_until_ns;
@@ -610,10 +653,11 @@ KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::in
   ++device->kernels;
   if (duration_ns > 0) {
     std::uint32_t last = (device->ring_next + kBusyRing - 1) % kBusyRing;
-    if (device->ring_count > 0 && device->ring[last].end_ns == start) {
-      device->ring[last].end_ns = end;  // back to back: one interval
+    if (device->ring_count > 0 && device->ring[last].end_ns == start &&
+        device->ring[last].pid == pid) {
+      device->ring[last].end_ns = end;  // back to back, same process: one interval
     } else {
-      device->ring[device->ring_next] = {start, end};
+      device->ring[device->ring_next] = {start, end, pid, 0};
       device->ring_next = (device->ring_next + 1) % kBusyRing;
       if (device->ring_count < kBusyRing) ++device->ring_count;
     }
@@ -621,7 +665,8 @@ KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::in
   return {start, end};
 }
 
-std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns) {
+std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns,
+                              std::int32_t pid) {
   std::uint64_t busy = 0;
   std::uint32_t index = device.ring_next % kBusyRing;
   std::uint32_t count = device.ring_count < kBusyRing ? device.ring_count : kBusyRing;
@@ -629,6 +674,7 @@ std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, s
     index = (index + kBusyRing - 1) % kBusyRing;
     const BusyInterval& interval = device.ring[index];
     if (interval.end_ns <= from_ns) break;  // intervals only get older from here
+    if (pid != 0 && interval.pid != pid) continue;
     std::int64_t start = interval.start_ns > from_ns ? interval.start_ns : from_ns;
     std::int64_t end = interval.end_ns < to_ns ? interval.end_ns : to_ns;
     if (end > start) busy += static_cast<std::uint64_t>(end - start);

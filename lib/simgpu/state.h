@@ -11,8 +11,9 @@
 //     inconsistent with its parts.
 //   - time: per device, the end of the last kernel reserved on its single
 //     timeline (absolute CLOCK_MONOTONIC nanoseconds), total busy time and
-//     kernel count, and a ring of recent busy intervals from which NVML
-//     computes utilisation over a window.
+//     kernel count, and a ring of recent busy intervals, each with the pid
+//     that launched it, from which NVML computes device and per-process
+//     utilisation over a window.
 //
 // Concurrency: one robust, process-shared mutex. A holder killed by SIGKILL
 // leaves it EOWNERDEAD; the next locker marks it consistent and reclaims the
@@ -42,7 +43,7 @@
 namespace gpushare::simgpu {
 
 inline constexpr char kStateMagic[16] = "gpushare-simgpu";
-inline constexpr std::uint32_t kStateLayoutVersion = 1;
+inline constexpr std::uint32_t kStateLayoutVersion = 2;  // 2: busy intervals carry a pid
 inline constexpr int kMaxProcesses = 128;
 inline constexpr int kMaxManaged = 4096;
 inline constexpr int kBusyRing = 1024;
@@ -52,6 +53,8 @@ inline constexpr std::int64_t kLockTimeoutNs = 10'000'000'000;
 struct BusyInterval {
   std::int64_t start_ns;
   std::int64_t end_ns;
+  std::int32_t pid;  ///< the process that launched the kernels; 0 unknown
+  std::uint32_t reserved0;
 };
 
 struct DeviceState {
@@ -200,11 +203,15 @@ struct KernelSlot {
   std::int64_t end_ns;
 };
 /// Reserves [start, start + duration) on the device's timeline, with start
-/// = max(earliest_ns, the end of the last reserved kernel).
-KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns);
+/// = max(earliest_ns, the end of the last reserved kernel), for process
+/// `pid` (recorded for NVML's per-process utilisation).
+KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns,
+                          std::int32_t pid = 0);
 /// Busy nanoseconds of the device's timeline within [from_ns, to_ns), as
-/// far back as the ring of recent intervals reaches.
-std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns);
+/// far back as the ring of recent intervals reaches; only process `pid`'s
+/// kernels when pid is not 0.
+std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns,
+                              std::int32_t pid = 0);
 
 /// The deterministic UUID of simulated device `index`.
 void device_uuid(int index, std::uint8_t uuid[16]);

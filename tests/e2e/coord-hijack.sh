@@ -22,7 +22,17 @@ victim_dir=/tmp/gpushare-$victim
 [ -e "$victim_dir" ] && skip "$victim_dir exists already"
 open_dir=$(mktemp -d /tmp/gpushare-hijack.XXXXXX)
 chmod 0777 "$open_dir"
-trap 'status=$?; rm -rf "$victim_dir" "$open_dir"; (exit $status); cleanup' EXIT
+# Stop the other users' processes before removing their directories (a
+# coordinator still running could write into one while it is removed).
+teardown() {
+  local status=$?
+  jobs -p | xargs -r kill 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$victim_dir" "$open_dir" 2>/dev/null || true
+  (exit "$status")
+  cleanup
+}
+trap teardown EXIT
 chmod 0711 "$scratch"  # the users run binaries and read nothing else here
 
 # attacker_serve SOCKET: the attacker's coordinator, in the background.

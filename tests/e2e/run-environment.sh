@@ -11,7 +11,8 @@ expect_grep "^GPUSHARE_QOS=production$" "$scratch/plain"
 expect_grep "^GPUSHARE_JOB=sh$" "$scratch/plain"
 if grep -q GPUSHARE_MEM_LIMIT "$scratch/plain"; then fail "a limit was set without --mem-limit"; fi
 
-LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 show_env --opportunistic --mem-limit 1.5GiB \
+# Two simulated devices: gpushare-run checks that GPU 1 exists before exec.
+GPUSHARE_SIM_DEVICES=2 LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 show_env --opportunistic --mem-limit 1.5GiB \
   --name trainer --gpu 1 -p log=debug --sim >"$scratch/full"
 expect_grep "^LD_PRELOAD=$libexec/libgpushare-interpose.so:/lib/x86_64-linux-gnu/libc.so.6$" "$scratch/full"
 expect_grep "^LD_LIBRARY_PATH=$libexec/sim" "$scratch/full"

@@ -340,8 +340,9 @@ int main(int argc, char** argv) {
       if (status == 0) status = info(handle, &memory);
       v2.version = static_cast<unsigned>(sizeof v2) | (2u << 24);
       int status_v2 = status == 0 ? info_v2(handle, &v2) : status;
-      std::printf("nvml result=%d total=%llu free=%llu used=%llu v2_result=%d v2_total=%llu v2_free=%llu v2_used=%llu\n",
-                  status, memory.total, memory.free, memory.used, status_v2, v2.total, v2.free, v2.used);
+      std::printf("nvml result=%d total=%llu free=%llu used=%llu v2_result=%d v2_total=%llu v2_free=%llu v2_used=%llu v2_reserved=%llu\n",
+                  status, memory.total, memory.free, memory.used, status_v2, v2.total, v2.free, v2.used,
+                  v2.reserved);
     } else if (command == "threads") {
       require(2);
       int count = std::atoi(argv[++arg]);

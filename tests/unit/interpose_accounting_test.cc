@@ -74,9 +74,12 @@ TEST_CASE("the virtual view is clamped and never negative", "[interpose]") {
   CHECK(v.free == 10ull << 30);  // what is physically free
   v = virtual_view(4ull << 30, 16ull << 30, 1ull << 30, 1ull << 30);  // others hold the rest
   CHECK(v.free == 1ull << 30);
+  CHECK(v.reserved == 2ull << 30);  // total = used + free + reserved (4 = 1 + 1 + 2)
   v = virtual_view(1ull << 30, 16ull << 30, 10ull << 30, 2ull << 30);  // limit lowered below use
   CHECK(v.free == 0);
   CHECK(v.total == 1ull << 30);
+  CHECK(v.used == 1ull << 30);  // never more than total (NVML's identity, tools)
+  CHECK(v.reserved == 0);
   v = virtual_view(32ull << 30, 16ull << 30, 16ull << 30, 0);  // never above physical
   CHECK(v.total == 16ull << 30);
 }

@@ -47,12 +47,16 @@ TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]"
   CHECK(loaded.config.max_pending == 1024);
 }
 
-TEST_CASE("without GPUSHARE_SIM_STATE the state file is per user", "[sim]") {
+TEST_CASE("without GPUSHARE_SIM_STATE the state file is per user, in a private directory",
+          "[sim]") {
   Loaded loaded = load({});
   REQUIRE(loaded.ok);
   std::string path = loaded.config.state_path;
-  CHECK(path.find("/gpushare-sim-") != std::string::npos);
-  CHECK(path.substr(path.rfind('-') + 1) == std::to_string(getuid()));
+  CHECK(path.find("/gpushare-sim." + std::to_string(getuid()) + "/state") != std::string::npos);
+  CHECK(loaded.config.state_in_private_directory);
+  Loaded explicit_path = load({{"GPUSHARE_SIM_STATE", "/somewhere/state"}});
+  REQUIRE(explicit_path.ok);
+  CHECK_FALSE(explicit_path.config.state_in_private_directory);
 }
 
 TEST_CASE("per-device lists repeat their last value", "[sim]") {

@@ -92,9 +92,9 @@ TEST_CASE("a foreign, truncated, outdated or corrupt state file is refused by na
   SECTION("another layout version") {
     state.open()->header.layout_version = kStateLayoutVersion + 1;
     state.file.close();
-    CHECK(
-        state.open_error().find("has state layout version 2, but this simulator reads version 1") !=
-        std::string::npos);
+    std::string want = "has state layout version " + std::to_string(kStateLayoutVersion + 1) +
+                       ", but this simulator reads version " + std::to_string(kStateLayoutVersion);
+    CHECK(state.open_error().find(want) != std::string::npos);
   }
   SECTION("impossible contents") {
     state.open()->header.device_count = 99;
@@ -203,6 +203,20 @@ TEST_CASE("kernels of all processes share one timeline", "[sim]") {
   CHECK(busy_ns_between(device, 1400, 1600) == 200);
   CHECK(busy_ns_between(device, 1800, 5000) == 0);
   CHECK(busy_ns_between(device, 1700, 5050) == 150);
+}
+
+TEST_CASE("busy time is attributed to the process that launched it", "[sim]") {
+  DeviceState device{};
+  reserve_kernel(&device, 1000, 500, 11);
+  reserve_kernel(&device, 1000, 300, 22);  // queued behind 11's kernel: 1500..1800
+  reserve_kernel(&device, 1800, 200, 11);  // back to back with 22's, but not merged
+  CHECK(device.ring_count == 3);
+  CHECK(busy_ns_between(device, 0, 10000, 11) == 700);
+  CHECK(busy_ns_between(device, 0, 10000, 22) == 300);
+  CHECK(busy_ns_between(device, 0, 10000, 33) == 0);
+  CHECK(busy_ns_between(device, 0, 10000) == 1000);  // all processes
+  CHECK(busy_ns_between(device, 1600, 1900, 22) == 200);
+  CHECK(busy_ns_between(device, 1600, 1900, 11) == 100);
 }
 
 TEST_CASE("the busy ring forgets only the oldest intervals", "[sim]") {

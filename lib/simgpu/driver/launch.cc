@@ -138,7 +138,7 @@ CUresult launch(CUfunction handle, const Dims& dims, CUstream stream_handle, voi
         duration = managed_cost(shared.layout(), ctx, duration);
         std::int64_t earliest = stream_earliest(stream);
         KernelSlot slot = reserve_kernel(&shared.layout()->devices[ctx->device],
-                                         earliest > now ? earliest : now, duration);
+                                         earliest > now ? earliest : now, duration, sim().pid);
         oldest = slot.end_ns;
         ++stream->pending_next;
         stream_push(stream, slot.end_ns);

@@ -1,14 +1,15 @@
 // The simulated libnvidia-ml.so.1: NVML's view of the same state file the
 // simulated driver uses, so both always agree: device count, names, UUIDs
 // (as "GPU-xxxxxxxx-..."), memory (used = every process's charges and
-// managed residency), utilisation (the busy share of the device's kernel
-// timeline over the last GPUSHARE_SIM_UTIL_WINDOW_MS) and the processes
-// holding the device with their memory.
+// managed residency) and the processes holding the device with their
+// memory. Utilisation is in utilisation.cc, the constant properties of the
+// device (PCI, clocks, power, modes) in properties.cc, and every other
+// entry point of NVML's API, not modelled, in unmodelled.cc.
 //
 // NVML only reads, except that it reclaims what dead processes left, as the
 // driver does, so a SIGKILLed job's memory does not linger in its numbers.
-// The toolkit has no nvml.h: the few types are declared here, with their
-// documented layouts.
+// The toolkit has no nvml.h: the few types used are declared in internal.h
+// and here, with their documented layouts.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -16,71 +17,15 @@
 #include <cstdio>
 #include <cstring>
 
-#include "simgpu/config.h"
-#include "simgpu/state.h"
+#include "simgpu/nvml/internal.h"
 
 using namespace gpushare::simgpu;
+using namespace gpushare::simgpu::nvml;
 
-namespace {
+namespace gpushare::simgpu::nvml {
 
-using nvmlReturn_t = int;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
-constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
-constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
-constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
-constexpr nvmlReturn_t NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25;
-constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
-
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-struct nvmlMemory_v2_t {
-  unsigned int version;
-  unsigned long long total;
-  unsigned long long reserved;
-  unsigned long long free;
-  unsigned long long used;
-};
-constexpr unsigned kMemoryV2Version = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
-
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
-
-struct nvmlProcessInfo_v1_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-};
-
-struct nvmlProcessInfo_v2_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-
-struct DeviceHandle {
-  int index;
-};
-
-struct Nvml {
-  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
-  int references = 0;
-  SimConfig config = {};
-  StateFile state;
-  int device_count = 0;
-  DeviceHandle devices[kMaxDevices] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
-};
 constinit Nvml g_nvml;
 
-void log_error(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char* format, ...) {
   char line[1024];
   int prefix = std::snprintf(line, sizeof line,
@@ -97,6 +42,70 @@ void log_error(const char* format, ...) {
   ssize_t ignored = ::write(2, line, length);
   (void)ignored;
 }
+
+// The device behind a handle, or -1 (also when NVML is not initialised).
+static int device_of(void* handle) {
+  if (g_nvml.references == 0 || handle == nullptr) return -1;
+  auto* device = static_cast<DeviceHandle*>(handle);
+  if (device < &g_nvml.devices[0] || device >= &g_nvml.devices[g_nvml.device_count]) return -1;
+  // From the address, never from the memory behind it, which a caller that
+  // confuses a handle with an output pointer may have overwritten.
+  return static_cast<int>(device - &g_nvml.devices[0]);
+}
+
+nvmlReturn_t check(void* handle, int* device) {
+  if (g_nvml.references == 0) return NVML_ERROR_UNINITIALIZED;
+  *device = device_of(handle);
+  return *device < 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+}
+
+nvmlReturn_t copy_string(const char* value, char* out, unsigned length) {
+  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (std::strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, value, std::strlen(value) + 1);
+  return NVML_SUCCESS;
+}
+
+bool lock_state() {
+  char error[kMessageBytes];
+  if (!g_nvml.state.lock(error, sizeof error)) {
+    log_error("%s", error);
+    return false;
+  }
+  reclaim_dead(g_nvml.state.layout(), process_alive);
+  return true;
+}
+
+}  // namespace gpushare::simgpu::nvml
+
+namespace {
+
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr unsigned kMemoryV2Version = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
+
+struct nvmlProcessInfo_v1_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+
+struct nvmlProcessInfo_v2_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
 
 class Guard {
  public:
@@ -124,40 +133,14 @@ nvmlReturn_t initialise() {
   return NVML_SUCCESS;
 }
 
-// The device behind a handle, or -1 (also when NVML is not initialised).
-int device_of(void* handle) {
-  if (g_nvml.references == 0 || handle == nullptr) return -1;
-  auto* device = static_cast<DeviceHandle*>(handle);
-  if (device < &g_nvml.devices[0] || device >= &g_nvml.devices[g_nvml.device_count]) return -1;
-  return device->index;
-}
-
-nvmlReturn_t check(void* handle, int* device) {
-  if (g_nvml.references == 0) return NVML_ERROR_UNINITIALIZED;
-  *device = device_of(handle);
-  return *device < 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
-}
-
-nvmlReturn_t copy_string(const char* value, char* out, unsigned length) {
-  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (std::strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
-  std::memcpy(out, value, std::strlen(value) + 1);
-  return NVML_SUCCESS;
-}
-
 struct MemoryNumbers {
   unsigned long long total;
   unsigned long long used;
 };
 
 nvmlReturn_t memory_numbers(int device, MemoryNumbers* numbers) {
-  char error[kMessageBytes];
-  if (!g_nvml.state.lock(error, sizeof error)) {
-    log_error("%s", error);
-    return NVML_ERROR_UNKNOWN;
-  }
+  if (!lock_state()) return NVML_ERROR_UNKNOWN;
   StateLayout* layout = g_nvml.state.layout();
-  reclaim_dead(layout, process_alive);
   numbers->total = layout->devices[device].memory_bytes;
   numbers->used = device_used(layout, device);
   if (numbers->used > numbers->total) numbers->used = numbers->total;
@@ -171,13 +154,8 @@ nvmlReturn_t running_processes(void* handle, unsigned* count, Info* infos) {
   int device = 0;
   if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
   if (count == nullptr || (*count > 0 && infos == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
-  char error[kMessageBytes];
-  if (!g_nvml.state.lock(error, sizeof error)) {
-    log_error("%s", error);
-    return NVML_ERROR_UNKNOWN;
-  }
+  if (!lock_state()) return NVML_ERROR_UNKNOWN;
   StateLayout* layout = g_nvml.state.layout();
-  reclaim_dead(layout, process_alive);
   unsigned found = 0;
   for (int i = 0; i < kMaxProcesses; ++i) {
     const ProcessSlot& slot = layout->processes[i];
@@ -199,8 +177,6 @@ nvmlReturn_t running_processes(void* handle, unsigned* count, Info* infos) {
 }
 
 }  // namespace
-
-#define NVML_EXPORT extern "C" __attribute__((visibility("default")))
 
 NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) { return initialise(); }
 NVML_EXPORT nvmlReturn_t nvmlInit(void) { return initialise(); }
@@ -262,8 +238,7 @@ NVML_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name,
                                                   unsigned int length) {
   if (g_nvml.references == 0) return NVML_ERROR_UNINITIALIZED;
   if (name == nullptr || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
-  char error[kMessageBytes];
-  if (!g_nvml.state.lock(error, sizeof error)) return NVML_ERROR_UNKNOWN;
+  if (!lock_state()) return NVML_ERROR_UNKNOWN;
   nvmlReturn_t status = NVML_ERROR_NOT_FOUND;
   for (const ProcessSlot& slot : g_nvml.state.layout()->processes) {
     if (slot.pid != 0 && static_cast<unsigned>(slot.pid) == pid) {
@@ -402,27 +377,6 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(void* handle, nvmlMemory_v2_
   return NVML_SUCCESS;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(void* handle,
-                                                       nvmlUtilization_t* utilization) {
-  int device = 0;
-  if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
-  if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  char error[kMessageBytes];
-  if (!g_nvml.state.lock(error, sizeof error)) {
-    log_error("%s", error);
-    return NVML_ERROR_UNKNOWN;
-  }
-  std::int64_t now = monotonic_ns();
-  std::int64_t window = g_nvml.config.util_window_ns;
-  std::uint64_t busy = busy_ns_between(g_nvml.state.layout()->devices[device], now - window, now);
-  g_nvml.state.unlock();
-  std::uint64_t percent =
-      (busy * 100 + static_cast<std::uint64_t>(window) / 2) / static_cast<std::uint64_t>(window);
-  utilization->gpu = static_cast<unsigned>(percent > 100 ? 100 : percent);
-  utilization->memory = 0;
-  return NVML_SUCCESS;
-}
-
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(void* handle, unsigned int* count,
                                                               nvmlProcessInfo_v1_t* infos) {
   return running_processes(handle, count, infos);
@@ -436,12 +390,35 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void* handle, u
   return running_processes(handle, count, infos);
 }
 
-// No graphics work on a simulated GPU.
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle, unsigned int* count,
-                                                                  void*) {
+// No graphics or MPS work on a simulated GPU: every such list is empty.
+static nvmlReturn_t no_processes(void* handle, unsigned int* count) {
   int device = 0;
   if (nvmlReturn_t status = check(handle, &device); status != NVML_SUCCESS) return status;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *count = 0;
   return NVML_SUCCESS;
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(void* handle, unsigned int* count,
+                                                               void*) {
+  return no_processes(handle, count);
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(void* handle, unsigned int* count,
+                                                                  void*) {
+  return no_processes(handle, count);
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void* handle, unsigned int* count,
+                                                                  void*) {
+  return no_processes(handle, count);
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(void* handle, unsigned int* count,
+                                                                 void*) {
+  return no_processes(handle, count);
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(void* handle,
+                                                                    unsigned int* count, void*) {
+  return no_processes(handle, count);
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(void* handle,
+                                                                    unsigned int* count, void*) {
+  return no_processes(handle, count);
 }
