@@ -79,7 +79,7 @@ Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trac
     job.batch_ms = 50.0 * std::pow(20.0, uniform(o.seed, i, 3));
     s.jobs.push_back(job);
   }
-  bool per_tenant = o.policy == ReplayPolicy::kYarnCs;
+  bool per_tenant = o.policy == ReplayPolicy::kYarnCs || o.policy == ReplayPolicy::kAntman;
   s.queues.resize(per_tenant ? tenants.size() : 1);
   auto quota = static_cast<std::int64_t>(
       std::floor(o.quota_share * static_cast<double>(total) / static_cast<double>(tenants.size())));

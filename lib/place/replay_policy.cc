@@ -184,7 +184,7 @@ void schedule_gandiva(Sim& sim) {
 /// antman, one queued job: production within quota (reserving what it can
 /// get when it fits only in part, one reserving job per tenant), else, or
 /// once it has queued too long, opportunistic on GPUs below M.
-bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo) {
+bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, double open_mem) {
   SimJob& job = sim.jobs[static_cast<std::size_t>(j)];
   auto t = static_cast<std::size_t>(job.tenant);
   const std::optional<double>& threshold = sim.options.queue_threshold_s;
@@ -220,7 +220,9 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo) {
     return false;
   }
   if (!job.reserved.empty()) sim.unreserve(j);
-  if (job.gpus > sim.open || ot_memo.fails(job.gpus, 0, job.mem_gib)) return false;
+  if (job.gpus > sim.open || job.mem_gib > open_mem || ot_memo.fails(job.gpus, 0, job.mem_gib)) {
+    return false;
+  }
   const InterferenceModel& model = sim.options.model;
   std::vector<std::uint32_t> on = sim.choose(
       job.gpus,
@@ -238,27 +240,54 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo) {
   return true;
 }
 
-/// antman: offers the window, then upgrades opportunistic jobs whose
-/// tenant has quota again and whose GPUs have no owner, and sets the timer
-/// for the next job in the window to cross the queueing threshold.
+/// antman: each tenant's queue (furthest below its quota first) offers its
+/// first `window` jobs; then opportunistic jobs whose tenant has quota
+/// again and whose GPUs have no owner are upgraded; the timer is set for
+/// the next offered job to cross the queueing threshold.
 void schedule_antman(Sim& sim) {
-  std::deque<std::int32_t>& queue = sim.queues.front();
   Memo prod_memo, ot_memo;
-  std::size_t offered = 0;
   sim.timer = std::numeric_limits<double>::infinity();
   const std::optional<double>& threshold = sim.options.queue_threshold_s;
-  for (auto it = queue.begin(); it != queue.end() && offered < sim.options.window; ++offered) {
-    if (offer_antman(sim, *it, prod_memo, ot_memo)) {
-      prod_memo.clear();
-      ot_memo.clear();
-      it = queue.erase(it);
-      continue;
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < sim.queues.size(); ++t) {
+    if (!sim.queues[t].empty()) order.push_back(t);
+  }
+  auto ratio = [&](std::size_t t) {
+    return static_cast<double>(sim.prod[t]) /
+           static_cast<double>(std::max<std::int64_t>(1, sim.quota[t]));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return ratio(a) < ratio(b); });
+  // The most memory free on a GPU under M: no opportunistic job needing
+  // more can start (kept up to date after each start).
+  auto most_open_mem = [&] {
+    double most = -1;
+    for (const SimGpu& gpu : sim.gpus) {
+      if (gpu.util < sim.options.model.ot_threshold)
+        most = std::max(most, sim.gpu_mem_gib - gpu.mem_gib);
     }
-    double crosses = threshold
-                         ? sim.jobs[static_cast<std::size_t>(*it)].trace->submit_s + *threshold
-                         : sim.timer;
-    if (crosses > sim.now) sim.timer = std::min(sim.timer, crosses);
-    ++it;
+    return most;
+  };
+  double open_mem = most_open_mem();
+  for (std::size_t t : order) {
+    std::deque<std::int32_t>& queue = sim.queues[t];
+    std::size_t offered = 0;
+    for (auto it = queue.begin(); it != queue.end() && offered < sim.options.window; ++offered) {
+      // Nothing can start (a conversion waits for the next pass too).
+      if (sim.unowned == 0 && (sim.open == 0 || open_mem <= 0)) break;
+      if (offer_antman(sim, *it, prod_memo, ot_memo, open_mem)) {
+        prod_memo.clear();
+        ot_memo.clear();
+        open_mem = most_open_mem();
+        it = queue.erase(it);
+        continue;
+      }
+      double crosses = threshold
+                           ? sim.jobs[static_cast<std::size_t>(*it)].trace->submit_s + *threshold
+                           : sim.timer;
+      if (crosses > sim.now) sim.timer = std::min(sim.timer, crosses);
+      ++it;
+    }
   }
   for (std::int32_t r : sim.running) {
     SimJob& job = sim.jobs[static_cast<std::size_t>(r)];
