@@ -55,7 +55,7 @@ Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trac
   }
   const auto total = static_cast<std::int64_t>(s.gpus.size());
   if (total == 0) return make_error("the cluster has no GPUs");
-  s.empty = s.unowned = total;
+  s.empty = s.unowned = s.open = total;
   s.gpu_mem_gib = static_cast<double>(mem) / static_cast<double>(1ull << 30);
 
   std::map<std::string, int> tenants;
@@ -152,7 +152,10 @@ void advance(sim::Sim& s, Clock& clock, double next) {
   double dt = std::max(0.0, next - s.now);
   for (std::int32_t r : s.running) {
     SimJob& job = s.jobs[static_cast<std::size_t>(r)];
-    job.remaining_s -= job.rate * dt;
+    // A job due by `next` is done: subtracting rate * dt could leave a
+    // residue that, far into a trace, rounds to no time at all.
+    bool due = job.rate > 0 && s.now + std::max(0.0, job.remaining_s) / job.rate <= next;
+    job.remaining_s = due ? 0 : job.remaining_s - job.rate * dt;
     auto t = static_cast<std::size_t>(job.tenant);
     s.work_gpu_s += job.gpus * job.rate * dt;
     if (s.waiting[t] > 0) s.backlog_gpu_s[t] += job.gpus * job.rate * dt;

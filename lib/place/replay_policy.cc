@@ -220,12 +220,14 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo) {
     return false;
   }
   if (!job.reserved.empty()) sim.unreserve(j);
-  if (ot_memo.fails(job.gpus, 0, job.mem_gib)) return false;
+  if (job.gpus > sim.open || ot_memo.fails(job.gpus, 0, job.mem_gib)) return false;
   const InterferenceModel& model = sim.options.model;
-  std::vector<std::uint32_t> on = sim.choose(job.gpus, [&](const SimGpu& gpu) {
-    return !gpu.timesliced && gpu.util < model.ot_threshold &&
-           gpu.mem_gib + job.mem_gib <= sim.gpu_mem_gib;
-  });
+  std::vector<std::uint32_t> on = sim.choose(
+      job.gpus,
+      [&](const SimGpu& gpu) {
+        return gpu.util < model.ot_threshold && gpu.mem_gib + job.mem_gib <= sim.gpu_mem_gib;
+      },
+      true);
   if (on.empty()) {
     ot_memo.fail(job.gpus, 0, job.mem_gib);
     return false;

@@ -20,6 +20,8 @@ void Sim::attach(std::int32_t j, std::uint32_t g) {
     if (gpu.reserved_by < 0) count_empty(g, -1);
   }
   gpu.jobs.push_back(j);
+  const double m = options.model.ot_threshold;
+  open -= gpu.util < m && gpu.util + job.util >= m;
   gpu.util += job.util;
   gpu.mem_gib += job.mem_gib;
   if (job.production) {
@@ -32,7 +34,9 @@ void Sim::detach(std::int32_t j, std::uint32_t g) {
   SimGpu& gpu = gpus[g];
   const SimJob& job = jobs[static_cast<std::size_t>(j)];
   gpu.jobs.erase(std::find(gpu.jobs.begin(), gpu.jobs.end(), j));
+  const double was = gpu.util, m = options.model.ot_threshold;
   gpu.util = gpu.jobs.empty() ? 0 : gpu.util - job.util;
+  open += was >= m && gpu.util < m;
   gpu.mem_gib = gpu.jobs.empty() ? 0 : gpu.mem_gib - job.mem_gib;
   if (gpu.owner == j) {
     gpu.owner = -1;
@@ -51,8 +55,19 @@ bool Sim::fits_empty(int k) const {
   return std::any_of(node_empty.begin(), node_empty.end(), [k](int n) { return n >= k; });
 }
 
-std::vector<std::uint32_t> Sim::choose(int k, const GpuFilter& ok) const {
+std::vector<std::uint32_t> Sim::choose(int k, const GpuFilter& ok, bool least_loaded) const {
   std::vector<std::uint32_t> out;
+  if (k == 1 && least_loaded) {
+    // One pass, no allocation: the common case of opportunistic jobs.
+    std::int64_t best = -1;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      if ((best < 0 || gpus[g].util < gpus[static_cast<std::size_t>(best)].util) && ok(gpus[g])) {
+        best = static_cast<std::int64_t>(g);
+      }
+    }
+    if (best >= 0) out.push_back(static_cast<std::uint32_t>(best));
+    return out;
+  }
   // Per node, the GPUs that pass, least loaded first (then lowest index).
   std::vector<std::vector<std::uint32_t>> fit(node_gpus.size());
   std::int64_t total = 0;

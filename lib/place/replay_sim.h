@@ -62,6 +62,7 @@ struct Sim {
   std::int64_t empty = 0;
   std::int64_t unowned = 0;  ///< GPUs with no owner and no reservation
   std::int64_t busy = 0;     ///< GPUs with at least one job
+  std::int64_t open = 0;     ///< GPUs under the opportunistic threshold M
   int largest_node = 0;
 
   /// Queued jobs in submit order: one queue, or one per tenant (yarn-cs).
@@ -83,7 +84,9 @@ struct Sim {
   /// k GPUs passing `ok`: on the node with the fewest that fit (then the
   /// lowest), else over as few nodes as possible; within a node the
   /// lowest-loaded first. Empty when there are not k.
-  std::vector<std::uint32_t> choose(int k, const GpuFilter& ok) const;
+  /// With `least_loaded`, one GPU is the least loaded anywhere (AntMan's
+  /// opportunistic rule) rather than on the best-fitting node.
+  std::vector<std::uint32_t> choose(int k, const GpuFilter& ok, bool least_loaded = false) const;
   /// Whether k empty GPUs exist where a job may use them.
   bool fits_empty(int k) const;
 
