@@ -119,8 +119,22 @@ escapee=$(submit --gres=shard:1 --comment=gpushare:opportunistic,mem=1GiB --wrap
   "(setsid $long --label escapee </dev/null >$scratch/escapee.log 2>&1 &); sleep 30")
 wait_for "job $escapee in gpushare-ctl ls" 30 listed "$escapee"
 escapee_pid=$(record "$escapee" | jq -r .pid)
+# The attacker: another user's process that names itself after the job.
+# The Epilog goes by the coordinator's uid, not the name: it stays.
+mkdir -m 0777 "$scratch/nobody"
+setpriv --reuid nobody --regid nogroup --clear-groups -- env GPUSHARE_SIM_STATE="$scratch/nobody/sim" \
+  GPUSHARE_JOB="slurm-$escapee" GPUSHARE_QOS=opportunistic LD_PRELOAD="$libexec/libgpushare-interpose.so" \
+  $long --label decoy >"$scratch/decoy.log" 2>&1 &
+decoy_pid=$!
+wait_for "the decoy in gpushare-ctl ls" 10 sh -c \
+  "gpushare-ctl ls | jq -e --argjson p $decoy_pid 'select(.pid == \$p and .uid != 0)'"
 scancel "$escapee"
 wait_job_done "$escapee" 30
+kill -0 "$decoy_pid" || fail "the Epilog killed another user's process: $(cat "$scratch/decoy.log")"
+expect_grep "job $escapee: gpushare job [0-9]+ \\(pid $decoy_pid, uid [0-9]+\\) is named like this job but not its user's: left alone" "$log"
+kill "$decoy_pid"
+wait "$decoy_pid" || true
+wait_for "the decoy to leave" 5 sh -c "! gpushare-ctl ls | jq -e --argjson p $decoy_pid 'select(.pid == \$p)'"
 ! listed "$escapee" || fail "job $escapee is still registered after its Epilog"
 # (Once killed it may linger as a zombie where pid 1 does not reap.)
 state=$(ps -o stat= -p "$escapee_pid" || true)
