@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_format(watch);
 
+  // Global options (--socket, --timeout) are taken after the verb too
+  // ("gpushare-ctl serve --socket PATH"), as people write them both ways.
+  for (CLI::App* verb : app.get_subcommands({})) verb->fallthrough();
+
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
     return *status;
   }

@@ -209,7 +209,10 @@ Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const Slurm
     kept.push_back(std::move(node));
   }
   cluster->nodes = std::move(kept);
-  for (const auto& [name, info] : reported) {
+  for (const auto& entry : reported) {
+    // Not a structured binding: clang 14 cannot capture one in a lambda.
+    const std::string& name = entry.first;
+    const auto& info = entry.second;
     if (std::none_of(cluster->nodes.begin(), cluster->nodes.end(),
                      [&](const Node& n) { return n.name == name; }) &&
         !unschedulable(*info) && gpu_count(info->value("gres", std::string())).value_or(0) > 0) {

@@ -16,7 +16,7 @@
 namespace gpushare::simgpu::driver {
 namespace {
 
-constexpr int kNotInitialised = 0;
+// The state starts at 0, not initialised (the zero-initialised g_driver).
 constexpr int kReady = 1;
 constexpr int kFailed = 2;
 constexpr int kDeinitialised = 3;
