@@ -42,6 +42,7 @@ int run(const Options& options) {
     writer.write("workload-iteration", 1,
                  labelled({{"iteration", sample.iteration},
                            {"iteration_ms", round3(sample.iteration_ms)},
+                           {"t_ms", round3(sample.t_ms)},
                            {"gpu_ms", round3(sample.gpu_ms)},
                            {"mem_bytes", sample.mem_bytes}}));
   };
@@ -55,7 +56,7 @@ int run(const Options& options) {
   std::snprintf(checksum, sizeof checksum, "%016llx",
                 static_cast<unsigned long long>(result->checksum));
   writer.write("workload-summary", 1,
-               labelled({{"iterations", options.workload.iterations},
+               labelled({{"iterations", static_cast<long>(result->iteration_ms.size())},
                          {"kernels", result->kernels},
                          {"elapsed_ms", round3(result->elapsed_ms)},
                          {"iterations_per_s", round3(summary.iterations_per_s)},
@@ -90,9 +91,17 @@ int main(int argc, char** argv) {
   WorkloadOptions& workload = options.workload;
   std::string mem = "256MiB", grow = "0", verify = "64MiB", alloc = "plain";
   app.add_option("--mem", mem, "Working set to allocate (e.g. 2GiB)")->capture_default_str();
-  app.add_option("--iterations", workload.iterations, "Iterations to run")
+  auto* iterations = app.add_option("--iterations", workload.iterations, "Iterations to run")
+                         ->capture_default_str()
+                         ->check(CLI::Range(1L, 100000000L));
+  app.add_option("--duration", workload.duration_s,
+                 "Run iterations for this many seconds instead of a count")
+      ->check(CLI::Range(0.001, 31536000.0))
+      ->excludes(iterations);
+  app.add_option("--host-us", workload.host_us,
+                 "Host-side time per iteration in microseconds (the GPU idles)")
       ->capture_default_str()
-      ->check(CLI::Range(1L, 100000000L));
+      ->check(CLI::Range(0L, 3600000000L));
   app.add_option("--kernels-per-iter", workload.kernels_per_iteration, "Kernels per iteration")
       ->capture_default_str()
       ->check(CLI::Range(0L, 1000000L));

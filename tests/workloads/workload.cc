@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "spin_ptx.h"
 
@@ -194,8 +195,16 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
   unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
   void* params[] = {&kernel_ns};
   auto run_start = std::chrono::steady_clock::now();
-  for (long iteration = 0; iteration < options.iterations; ++iteration) {
+  auto deadline = run_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(options.duration_s));
+  for (long iteration = 0; options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
+                                                  : iteration < options.iterations;
+       ++iteration) {
     auto start = std::chrono::steady_clock::now();
+    // The host's share of an iteration: the GPU has nothing of this job's
+    // to run meanwhile, as while a real job loads its next batch.
+    if (options.host_us > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(options.host_us));
     std::uint64_t mem_bytes = options.mem_bytes;
     CUdeviceptr grown = 0;
     WORKLOAD_TRY(check(cuEventRecord(device.start, device.stream), "cuEventRecord"));
@@ -222,12 +231,16 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     float gpu_ms = 0;
     WORKLOAD_TRY(
         check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
-    double iteration_ms = ms_between(start, std::chrono::steady_clock::now());
+    auto end = std::chrono::steady_clock::now();
+    double iteration_ms = ms_between(start, end);
+    // steady_clock is CLOCK_MONOTONIC on Linux (libstdc++): comparable
+    // between processes on one machine.
+    double t_ms = std::chrono::duration<double, std::milli>(end.time_since_epoch()).count();
     result.iteration_ms.push_back(iteration_ms);
     result.gpu_ms_total += gpu_ms;
     result.kernels += options.kernels_per_iteration;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
-    if (on_iteration) on_iteration({iteration, iteration_ms, gpu_ms, mem_bytes});
+    if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
   }
   result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
 

@@ -21,6 +21,12 @@ struct WorkloadOptions {
   std::uint64_t grow_bytes = 0;
   std::uint64_t verify_bytes = 64ull << 20;
   long iterations = 100;
+  /// When > 0, run iterations until this many seconds have passed
+  /// instead of a fixed count.
+  double duration_s = 0;
+  /// Host-side time per iteration (data loading, optimizer on the CPU)
+  /// before its kernels are launched: the GPU is idle meanwhile.
+  long host_us = 0;
   long kernels_per_iteration = 4;
   long kernel_us = 1000;
   unsigned blocks = 1;
@@ -29,7 +35,8 @@ struct WorkloadOptions {
 
 struct IterationSample {
   long iteration;
-  double iteration_ms;  ///< host wall time, launch to synchronisation
+  double iteration_ms;  ///< host wall time: host work, launch, synchronisation
+  double t_ms;          ///< CLOCK_MONOTONIC at its end, to line up jobs' records
   double gpu_ms;        ///< between the iteration's first and last event
   std::uint64_t mem_bytes;
 };

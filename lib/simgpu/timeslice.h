@@ -1,0 +1,119 @@
+// How the simulated GPU shares its time between contexts.
+//
+// A real GPU without MPS runs one context at a time. When several contexts
+// have work queued, the hardware scheduler gives each a time slice in turn
+// (round-robin); a kernel still running when its context's slice ends is
+// preempted and resumes when the context's turn comes again; switching
+// contexts costs a little time. So work launched later by one context can
+// run before work queued earlier by another, and the end of a kernel is not
+// known when it is launched: it depends on what others launch meanwhile.
+//
+// SchedModel models that as a discrete-event simulation that is settled
+// lazily: launch() and advance() move the model's clock forward to "now",
+// running the resident context's head kernel until it finishes, its slice
+// ends (and another context is waiting), or the clock reaches "now".
+// Kernels of one context run in launch order (one stream order per context,
+// which is what the workloads do). A kernel's end is known once the model's
+// clock has passed it; projected_end() answers "when, if nobody launches
+// anything more", by settling a copy of the model, so that a synchronising
+// caller can sleep until then and look again.
+//
+// Rules, chosen to match what is documented of NVIDIA's time-sliced
+// scheduling (and kept simple enough to work timelines out by hand):
+//   - the resident context keeps the device while it has work; at the end
+//     of its slice it yields only if another context has work;
+//   - a context that runs out of work yields at once;
+//   - the next context is the next one, in context-number order after the
+//     resident one, that has work (round-robin);
+//   - each change of resident context costs switch_ns of idle device;
+//   - a context's slice starts when it becomes resident (after the switch).
+// kFifo keeps the previous model: one global queue in launch order, each
+// kernel run to completion, no switch cost.
+//
+// Fixed-size, plain data, no allocation: the model lives in the shared
+// state file and runs inside libcuda.so.1.
+#pragma once
+
+#include <cstdint>
+
+namespace gpushare::simgpu {
+
+inline constexpr int kSchedContexts = 128;  ///< contexts are numbered 0..127
+inline constexpr int kSchedPending = 1024;  ///< unfinished kernels, all contexts
+inline constexpr int kSchedDone = 1024;     ///< ends of recent kernels kept
+inline constexpr int kSchedIntervals = 1024;
+
+enum class SchedPolicy : std::uint32_t { kTimeslice = 0, kFifo = 1 };
+
+struct SchedKernel {
+  std::uint64_t seq;  ///< 1, 2, ... in launch order; 0 never used
+  std::int64_t remaining_ns;
+  std::int32_t context;
+  std::uint32_t reserved0;
+};
+
+struct SchedDone {
+  std::uint64_t seq;
+  std::int64_t end_ns;
+};
+
+/// A stretch of time one context had the device.
+struct SchedInterval {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::int32_t context;
+  std::uint32_t reserved0;
+};
+
+struct SchedModel {
+  SchedPolicy policy;
+  std::int32_t resident;  ///< context that has (or last had) the device; -1 none
+  std::int64_t slice_ns;
+  std::int64_t switch_ns;
+  std::int64_t now_ns;         ///< the model's clock: settled up to here
+  std::int64_t slice_end_ns;   ///< end of the resident context's slice
+  std::int64_t switch_end_ns;  ///< the device is switching until here
+  std::uint64_t next_seq;
+  std::uint32_t pending_count;  ///< kernels in pending[0..count), in seq order
+  std::uint32_t done_next;
+  std::uint32_t interval_next;
+  std::uint32_t interval_count;
+  std::uint64_t switches;
+  std::uint64_t busy_ns[kSchedContexts];  ///< kernel time run, ever
+  SchedKernel pending[kSchedPending];
+  SchedDone done[kSchedDone];
+  SchedInterval intervals[kSchedIntervals];  ///< ring, oldest at interval_next
+};
+
+/// A fresh, idle model whose clock starts at `now_ns`.
+void sched_init(SchedModel* model, SchedPolicy policy, std::int64_t slice_ns,
+                std::int64_t switch_ns, std::int64_t now_ns);
+
+/// Settles the model up to `to_ns` (an earlier time changes nothing).
+void sched_advance(SchedModel* model, std::int64_t to_ns);
+
+/// Queues a kernel of `duration_ns` for `context` at `now_ns` (settling up
+/// to then first). Returns its sequence number; 0 when the context number is
+/// out of range or kSchedPending kernels are unfinished (settle and retry).
+std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
+                           std::int64_t duration_ns);
+
+/// The end of kernel `seq`: its time once settled; -1 while unfinished;
+/// 0 when it finished so long ago that its end is no longer kept.
+std::int64_t sched_end(const SchedModel& model, std::uint64_t seq);
+
+/// When kernel `seq` ends if nothing more is launched (its settled end if
+/// finished). Settles a copy; `scratch` receives it (the model is large, so
+/// the caller provides the room).
+std::int64_t sched_projected_end(const SchedModel& model, std::uint64_t seq, SchedModel* scratch);
+
+/// The last kernel `context` has unfinished (0 when none): waiting for it
+/// is synchronising the context.
+std::uint64_t sched_last_pending(const SchedModel& model, int context);
+
+/// Kernel time within [from_ns, to_ns) as far back as the ring of intervals
+/// reaches; only `context`'s when context >= 0. Counts only settled time.
+std::int64_t sched_busy_between(const SchedModel& model, std::int64_t from_ns, std::int64_t to_ns,
+                                int context = -1);
+
+}  // namespace gpushare::simgpu
