@@ -10,6 +10,13 @@
 // other processes cannot disturb the measurement), charge it, and give it
 // back when the context is destroyed. Destroying a context also frees every
 // allocation made in it, so their charges go too.
+//
+// A context is refused, like an allocation, with CUDA_ERROR_OUT_OF_MEMORY
+// when the limit cannot take it. Its size is known only once it exists, so
+// the largest context measured on the device so far is reserved before the
+// driver is called and swapped for the measured size after (the first one
+// is never refused: nothing is known of it yet). Creating contexts in a loop
+// therefore stops at the limit, where it once took the whole GPU.
 #include <pthread.h>
 
 #include "interpose/hooks.h"
@@ -44,7 +51,12 @@ void charge_context(const UsageProbe& probe, CUcontext context) {
   if (probe.measured && process_device_usage(probe.device, &after) && after > probe.before) {
     overhead = after - probe.before;
   }
-  g_runtime.devices[probe.device].budget.charge(overhead);
+  Device& state = g_runtime.devices[probe.device];
+  state.budget.charge(overhead);
+  std::uint64_t largest = state.largest_context.load(std::memory_order_relaxed);
+  while (overhead > largest && !state.largest_context.compare_exchange_weak(
+                                   largest, overhead, std::memory_order_relaxed)) {
+  }
   std::uint64_t key = reinterpret_cast<std::uint64_t>(context);
   g_runtime.contexts.insert(key, AllocationRecord{overhead, probe.device, key});
   GS_DEBUG("context %p on device %d holds %llu bytes of its own", static_cast<void*>(context),
@@ -59,6 +71,32 @@ void release_context(CUcontext context) {
   if (g_runtime.contexts.erase(key, &record) && valid_device(record.device)) {
     g_runtime.devices[record.device].budget.release(record.bytes);
   }
+}
+
+// Reserves a new context's expected size on `device`; false (refuse with
+// out-of-memory) when the limit cannot take it. `*reserved` is what to give
+// back once the context is created or failed.
+bool reserve_context(int device, std::uint64_t* reserved) {
+  *reserved = 0;
+  if (!valid_device(device)) return true;
+  Device& state = g_runtime.devices[device];
+  std::uint64_t expected = state.largest_context.load(std::memory_order_relaxed);
+  if (expected == 0) return true;
+  if (!state.budget.try_reserve(expected, effective_limit(device))) {
+    GS_INFO(
+        "context on device %d refused: it would take about %llu bytes, and the job holds "
+        "%llu of %llu",
+        device, static_cast<unsigned long long>(expected),
+        static_cast<unsigned long long>(state.budget.held()),
+        static_cast<unsigned long long>(effective_limit(device)));
+    return false;
+  }
+  *reserved = expected;
+  return true;
+}
+
+void unreserve_context(int device, std::uint64_t reserved) {
+  if (reserved != 0) g_runtime.devices[device].budget.release(reserved);
 }
 
 class ContextLock {
@@ -86,8 +124,11 @@ CUresult gs_cuCtxCreate_v2(CUcontext* context, unsigned int flags, CUdevice devi
   GS_REAL(cuCtxCreate_v2);
   if (disabled()) return real(context, flags, device);
   init_devices();
+  std::uint64_t reserved = 0;
+  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   UsageProbe probe = usage_before(device);
   CUresult result = real(context, flags, device);
+  unreserve_context(device, reserved);
   if (result == CUDA_SUCCESS) charge_context(probe, *context);
   return result;
 }
@@ -97,8 +138,11 @@ CUresult gs_cuCtxCreate_v3(CUcontext* context, CUexecAffinityParam* params, int 
   GS_REAL(cuCtxCreate_v3);
   if (disabled()) return real(context, params, param_count, flags, device);
   init_devices();
+  std::uint64_t reserved = 0;
+  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   UsageProbe probe = usage_before(device);
   CUresult result = real(context, params, param_count, flags, device);
+  unreserve_context(device, reserved);
   if (result == CUDA_SUCCESS) charge_context(probe, *context);
   return result;
 }
@@ -108,8 +152,11 @@ CUresult gs_cuCtxCreate_v4(CUcontext* context, CUctxCreateParams* params, unsign
   GS_REAL(cuCtxCreate_v4);
   if (disabled()) return real(context, params, flags, device);
   init_devices();
+  std::uint64_t reserved = 0;
+  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   UsageProbe probe = usage_before(device);
   CUresult result = real(context, params, flags, device);
+  unreserve_context(device, reserved);
   if (result == CUDA_SUCCESS) charge_context(probe, *context);
   return result;
 }
@@ -130,8 +177,13 @@ CUresult gs_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   // The first retain creates the primary context; measure only that one.
   ContextLock lock;
   Device& state = g_runtime.devices[device];
+  std::uint64_t reserved = 0;
+  if (state.primary_retains == 0 && !reserve_context(device, &reserved)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   UsageProbe probe = state.primary_retains == 0 ? usage_before(device) : UsageProbe{-1, false, 0};
   CUresult result = real(context, device);
+  unreserve_context(device, reserved);
   if (result != CUDA_SUCCESS) return result;
   if (state.primary_retains++ == 0) {
     state.primary_context = reinterpret_cast<std::uint64_t>(*context);

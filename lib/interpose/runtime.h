@@ -44,6 +44,9 @@ struct Device {
   DeviceBudget budget;
   int primary_retains = 0;  ///< guarded by Runtime::context_mutex
   std::uint64_t primary_context = 0;
+  /// The largest context measured on this device: what a new context is
+  /// expected to take when checked against the limit before it is created.
+  std::atomic<std::uint64_t> largest_context{0};
 };
 
 struct Runtime {

@@ -66,6 +66,7 @@ struct Api {
   PFN_cuModuleGetFunction_v2000 module_function;
   PFN_cuLaunchKernel_v4000 launch;
   PFN_cuCtxSynchronize_v2000 ctx_sync;
+  PFN_cuCtxCreate_v3020 ctx_create;
 };
 
 struct Binding {
@@ -87,6 +88,9 @@ void check(CUresult result, const char* call) {
 }
 
 #ifdef GS_CLIENT_DIRECT
+// Exported by the driver (and its stub), but cuda.h 13 declares only _v4.
+extern "C" CUresult cuCtxCreate_v2(CUcontext* context, unsigned int flags, CUdevice device);
+
 void bind_api(const Binding&, Api* api) {
   *api = Api{&cuInit, &cuDeviceGet, &cuDevicePrimaryCtxRetain, &cuCtxSetCurrent,
              &cuMemAlloc_v2, &cuMemFree_v2, &cuMemAllocPitch_v2, &cuMemAllocManaged,
@@ -95,7 +99,7 @@ void bind_api(const Binding&, Api* api) {
              &cuMemGetAllocationGranularity, &cuArrayCreate_v2, &cuArrayDestroy,
              &cuMemGetInfo_v2, &cuDeviceTotalMem_v2, &cuMemcpyHtoD_v2, &cuMemcpyDtoH_v2,
              &cuStreamSynchronize, &cuModuleLoadData, &cuModuleGetFunction, &cuLaunchKernel,
-             &cuCtxSynchronize};
+             &cuCtxSynchronize, &cuCtxCreate_v2};
 }
 #else
 void bind_api(const Binding& binding, Api* api) {
@@ -140,6 +144,7 @@ void bind_api(const Binding& binding, Api* api) {
   GS_GET(device_get, "cuDeviceGet", "cuDeviceGet", 2000);
   GS_GET(primary_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 7000);
   GS_GET(set_current, "cuCtxSetCurrent", "cuCtxSetCurrent", 4000);
+  GS_GET(ctx_create, "cuCtxCreate", "cuCtxCreate_v2", 3020);
   GS_GET(alloc, "cuMemAlloc", "cuMemAlloc_v2", 3020);
   GS_GET(free, "cuMemFree", "cuMemFree_v2", 3020);
   GS_GET(pitch, "cuMemAllocPitch", "cuMemAllocPitch_v2", 3020);
@@ -384,6 +389,20 @@ int main(int argc, char** argv) {
       }
       if (result == CUDA_SUCCESS) result = api.ctx_sync();
       std::printf("launch count=%d result=%d\n", count, static_cast<int>(result));
+    } else if (command == "contexts") {
+      // Creates up to N contexts on device 0 and keeps them: how many the
+      // driver (and the interposer) let it make, and why it stopped.
+      require(1);
+      int count = std::atoi(argv[++arg]);
+      CUdevice device0 = 0;
+      int created = 0;
+      result = api.device_get(&device0, 0);
+      for (int i = 0; i < count && result == CUDA_SUCCESS; ++i) {
+        CUcontext extra = nullptr;
+        result = api.ctx_create(&extra, 0, device0);
+        if (result == CUDA_SUCCESS) ++created;
+      }
+      std::printf("contexts created=%d result=%d\n", created, static_cast<int>(result));
     } else if (command == "forks") {
       require(1);
       int count = std::atoi(argv[++arg]);
