@@ -45,7 +45,12 @@ until [[ "$(sinfo -h -o %T)" == drain* ]]; do
   sleep 0.1
 done
 expect_grep "job $shared: refusing a shared job: the interposer .* is missing" "$log"
-scontrol show job "$shared" | grep -q 'JobState=PENDING' || fail "job $shared: $(job_state "$shared")"
+# Slurm requeues the refused job (held) a moment after the drain shows.
+deadline=$(( $(date +%s) + 30 ))
+until [ "$(job_state "$shared")" = PENDING ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || fail "job $shared: $(job_state "$shared"), not requeued"
+  sleep 0.1
+done
 # (Slurm writes "Error running slurm prolog: 1" into its output.)
 ! grep -q '^ran$' "$scratch/job-$shared.out" 2>/dev/null || fail "the refused job ran"
 
