@@ -173,6 +173,11 @@ std::string slurm_arguments(const Placement& placement) {
   out += " " + shell_quote("--nodelist=" + nodelist);
   out += std::string(" --gres=") + (production ? "gpu:" : "shard:") + std::to_string(most);
   out += std::string(" --export=ALL,GPUSHARE_QOS=") + (production ? "production" : "opportunistic");
+  // The limit travels the same way (the TaskProlog keeps an exported one);
+  // without it a placed opportunistic job would run unlimited.
+  if (!production && placement.mem_bytes > 0) {
+    out += ",GPUSHARE_MEM_LIMIT=" + std::to_string(placement.mem_bytes);
+  }
   return out;
 }
 

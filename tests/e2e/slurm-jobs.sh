@@ -7,7 +7,9 @@
 # `gpushare-ctl ls`; a shard job over its limit fails with out-of-memory in
 # its own output and hurts nothing else; scancel reclaims a job's memory
 # within 1 s; the Epilog kills and reclaims a process that escaped the
-# job; a bad --gpushare fails sbatch, a bad comment runs the job unshared.
+# job; a bad --gpushare fails sbatch, a bad comment runs the job unshared;
+# a shard job that asks for nothing is opportunistic; a job placed by
+# gpushare-place --format slurm runs with its class and memory limit.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
 . "$e2e_dir/slurm.inc"
@@ -89,6 +91,14 @@ bad=$(submit --gres=shard:1 --comment=gpushare:sometimes --wrap 'echo "preload=[
 wait_job_done "$bad" 30
 expect_grep "gpushare: error: job comment 'gpushare:sometimes': class 'sometimes'" "$scratch/job-$bad.out"
 expect_grep '^preload=\[\]$' "$scratch/job-$bad.out"
+# A shard job that asks for nothing is opportunistic (the default
+# shard_class), with no limit of its own.
+plain=$(submit --gres=shard:1 --wrap "exec $long --label plain")
+wait_for "job $plain in gpushare-ctl ls" 30 listed "$plain"
+record "$plain" | jq -e '.qos == "opportunistic" and .mem_limit_bytes == null' >/dev/null ||
+  fail "a plain shard job is not opportunistic without a limit: $(record "$plain")"
+scancel "$plain"
+wait_job_done "$plain" 30
 # A bad --gpushare fails at submission, naming what is wrong.
 if [ -n "$plugstack" ]; then
   # (sbatch exits 255 for a rejected option; no job is queued.)
@@ -162,7 +172,7 @@ index = 1
 model = "simulated"
 mem = "4GiB"
 TOML
-echo '{"id":"placed","tenant":"root","class":"opportunistic","mem":"256MiB"}' |
+echo '{"id":"placed","tenant":"root","class":"opportunistic","mem_bytes":536870912}' |
   gpushare-place -c "$scratch/cluster.toml" --slurm-state "$scratch/state" -s "$scratch/after.toml" \
     -f slurm >"$scratch/line"
 expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --gres=shard:1 " "$scratch/line"
@@ -170,7 +180,8 @@ expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --gres=shard:1 " "$sc
 for job in "$prod" "$opp2"; do expect_grep "^id = \"slurm-$job\"$" "$scratch/after.toml"; done
 placed=$(eval "submit $(cat "$scratch/line") --wrap 'exec $long --label placed'")
 wait_for "the placed job in gpushare-ctl ls" 30 listed "$placed"
-record "$placed" | jq -e '.qos == "opportunistic"' >/dev/null || fail "placed job: $(record "$placed")"
+record "$placed" | jq -e '.qos == "opportunistic" and .mem_limit_bytes == 536870912' >/dev/null ||
+  fail "the placed job is not opportunistic at its 512 MiB: $(record "$placed")"
 scancel "$placed"
 wait_job_done "$placed" 30
 

@@ -100,6 +100,12 @@ TEST_CASE("slurm arguments per class and status", "[place][output][slurm]") {
   CHECK(slurm_arguments(placed(JobClass::kOpportunistic, {{"a", {0}}, {"b", {1, 2}}})) ==
         "--job-name=train-7 --nodes=2 --nodelist=a,b --gres=shard:2 "
         "--export=ALL,GPUSHARE_QOS=opportunistic");
+  // An opportunistic job's memory is its limit on the node.
+  Placement limited = placed(JobClass::kOpportunistic, {{"a", {0}}});
+  limited.mem_bytes = 268435456;
+  CHECK(slurm_arguments(limited) ==
+        "--job-name=train-7 --nodes=1 --nodelist=a --gres=shard:1 "
+        "--export=ALL,GPUSHARE_QOS=opportunistic,GPUSHARE_MEM_LIMIT=268435456");
   Placement held = placed(JobClass::kProduction, {{"n1", {1}}});
   held.status = PlacementStatus::kReserved;
   held.job = gpushare::place::JobId{"it's mine", {}};
