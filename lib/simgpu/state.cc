@@ -322,8 +322,8 @@ bool StateFile::open(const SimConfig& config, char* error, std::size_t error_byt
     return false;
   }
   struct stat owner;
-  if (fstat(fd, &owner) == 0 && ((owner.st_uid != geteuid() && owner.st_uid != 0) ||
-                                 (owner.st_mode & 022) != 0)) {
+  if (fstat(fd, &owner) == 0 &&
+      ((owner.st_uid != geteuid() && owner.st_uid != 0) || (owner.st_mode & 022) != 0)) {
     char detail[64];
     std::snprintf(detail, sizeof detail, "uid %u, mode %03o", static_cast<unsigned>(owner.st_uid),
                   static_cast<unsigned>(owner.st_mode & 0777));

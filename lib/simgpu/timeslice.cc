@@ -222,9 +222,8 @@ bool sched_valid(const SchedModel& model) {
   if (model.pending_count > static_cast<std::uint32_t>(kSchedPending) ||
       model.done_next >= static_cast<std::uint32_t>(kSchedDone) ||
       model.interval_next >= static_cast<std::uint32_t>(kSchedIntervals) ||
-      model.interval_count > static_cast<std::uint32_t>(kSchedIntervals) ||
-      model.resident < -1 || model.resident >= kSchedContexts || model.slice_ns <= 0 ||
-      model.switch_ns < 0 ||
+      model.interval_count > static_cast<std::uint32_t>(kSchedIntervals) || model.resident < -1 ||
+      model.resident >= kSchedContexts || model.slice_ns <= 0 || model.switch_ns < 0 ||
       (model.policy != SchedPolicy::kTimeslice && model.policy != SchedPolicy::kFifo)) {
     return false;
   }

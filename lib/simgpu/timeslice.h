@@ -41,9 +41,9 @@
 
 namespace gpushare::simgpu {
 
-inline constexpr int kSchedContexts = 128;  ///< contexts are numbered 0..127
-inline constexpr int kSchedPending = 2048;  ///< unfinished kernels, all contexts
-inline constexpr int kSchedDone = 1024;     ///< ends of recent kernels kept
+inline constexpr int kSchedContexts = 128;    ///< contexts are numbered 0..127
+inline constexpr int kSchedPending = 2048;    ///< unfinished kernels, all contexts
+inline constexpr int kSchedDone = 1024;       ///< ends of recent kernels kept
 inline constexpr int kSchedIntervals = 4096;  ///< busy stretches kept (for NVML)
 
 enum class SchedPolicy : std::uint32_t { kTimeslice = 0, kFifo = 1 };

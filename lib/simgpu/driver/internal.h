@@ -90,7 +90,7 @@ struct Context {
   bool primary;
   int primary_refs;  ///< retains of a primary context
   bool overhead_charged;
-  Stream* legacy;                  ///< the NULL / CU_STREAM_LEGACY stream
+  Stream* legacy;        ///< the NULL / CU_STREAM_LEGACY stream
   Ready all_ready;       ///< when all work of any stream completes
   Ready blocking_ready;  ///< ... of blocking streams other than legacy
   std::uint64_t managed_generation_seen;

@@ -100,8 +100,7 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
   Driver& d = sim();
   std::uint32_t max_pending = d.config.max_pending;
   if (stream->pending == nullptr) {
-    stream->pending =
-        static_cast<std::uint64_t*>(std::calloc(max_pending, sizeof(std::uint64_t)));
+    stream->pending = static_cast<std::uint64_t*>(std::calloc(max_pending, sizeof(std::uint64_t)));
     if (stream->pending == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   std::uint64_t& oldest = stream->pending[stream->pending_next % max_pending];

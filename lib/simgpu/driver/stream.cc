@@ -1,12 +1,13 @@
-// Streams and events on the simulated timeline.
+// Streams and events on the simulated device.
 //
 // A stream only knows what its last work is (a Ready mark: its last
 // kernel on the device's scheduler model, and a time for work off the
-// model); queries and synchronisation ask the model (timeline.cc). The legacy default stream follows the CUDA rules:
-// its work waits for all blocking streams of the context, and their work
-// waits for it; non-blocking streams wait for nothing. The per-thread
-// default stream (CU_STREAM_PER_THREAD, or 0 in a _ptsz/_ptds call) is an
-// ordinary blocking stream, one per thread and context.
+// model); queries and synchronisation ask the model (timeline.cc). The
+// legacy default stream follows the CUDA rules: its work waits for all
+// blocking streams of the context, and their work waits for it;
+// non-blocking streams wait for nothing. The per-thread default stream
+// (CU_STREAM_PER_THREAD, or 0 in a _ptsz/_ptds call) is an ordinary
+// blocking stream, one per thread and context.
 //
 // An event records what the GPU must finish to reach it: the work before it
 // on its stream, and the moment of the record. Its time is the later of
