@@ -133,6 +133,35 @@ bool read_count(EnvLookup lookup, void* context, const char* name, std::uint64_t
   return true;
 }
 
+// GPUSHARE_SIM_SCHED, GPUSHARE_SIM_TIMESLICE and GPUSHARE_SIM_SWITCH_US.
+bool read_scheduling(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
+  config->sched_policy = 0;
+  if (const char* text = lookup("GPUSHARE_SIM_SCHED", context)) {
+    if (std::strcmp(text, "fifo") == 0) {
+      config->sched_policy = 1;
+    } else if (std::strcmp(text, "timeslice") != 0) {
+      return report.fail("GPUSHARE_SIM_SCHED", text, "is neither 'timeslice' nor 'fifo'");
+    }
+  }
+  config->timeslice_ns = kDefaultTimesliceNs;
+  if (const char* text = lookup("GPUSHARE_SIM_TIMESLICE", context)) {
+    std::uint64_t micro = 0;  // thousandths of a millisecond
+    const char* why = nullptr;
+    if (!parse_milli(text, &micro, &why)) return report.fail("GPUSHARE_SIM_TIMESLICE", text, why);
+    if (micro < 10 || micro > 1000000) {
+      return report.fail_range("GPUSHARE_SIM_TIMESLICE", text, "0.01 to 1000 milliseconds");
+    }
+    config->timeslice_ns = static_cast<std::int64_t>(micro) * 1000;
+  }
+  std::uint64_t value = kDefaultSwitchNs / 1000;
+  if (!read_count(lookup, context, "GPUSHARE_SIM_SWITCH_US", 0, 100000, "0 to 100000", &value,
+                  report)) {
+    return false;
+  }
+  config->switch_ns = static_cast<std::int64_t>(value) * 1000;
+  return true;
+}
+
 // In a directory of the user's own (gpushare-sim.UID): a predictable file name in /dev/shm
 // could be created first by another user, who could then truncate it under
 // the victim's processes.
@@ -240,6 +269,8 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
       return report.fail_range("GPUSHARE_SIM_MANAGED_SLOWDOWN", text, "0 to 1000");
     config->managed_slowdown_milli = static_cast<std::uint32_t>(milli);
   }
+
+  if (!read_scheduling(lookup, context, config, report)) return false;
 
   std::uint64_t value = kDefaultDriverVersion;
   if (!read_count(lookup, context, "GPUSHARE_SIM_DRIVER_VERSION", 1000, 99999, "1000 to 99999",

@@ -34,6 +34,11 @@ struct SimConfig {
   /// Extra kernel time, in thousandths, when all of a context's managed
   /// memory is on the host (GPUSHARE_SIM_MANAGED_SLOWDOWN=4 gives 4000).
   std::uint32_t managed_slowdown_milli;
+  /// How the device shares its time between processes (GPUSHARE_SIM_SCHED):
+  /// 0 time slices (timeslice.h), 1 one first-in first-out queue.
+  std::uint32_t sched_policy;
+  std::int64_t timeslice_ns;  ///< GPUSHARE_SIM_TIMESLICE (milliseconds)
+  std::int64_t switch_ns;     ///< GPUSHARE_SIM_SWITCH_US
   // The rest is per process; other processes may differ.
   int driver_version;               ///< GPUSHARE_SIM_DRIVER_VERSION
   std::uint64_t default_kernel_ns;  ///< GPUSHARE_SIM_KERNEL_US
@@ -47,6 +52,8 @@ inline constexpr std::uint64_t kDefaultCtxOverheadBytes = 256ull << 20;
 inline constexpr std::uint32_t kDefaultSms = 108;
 inline constexpr std::uint64_t kDefaultMigrateBytesPerS = 12ull << 30;
 inline constexpr std::uint32_t kDefaultManagedSlowdownMilli = 4000;
+inline constexpr std::int64_t kDefaultTimesliceNs = 2000000;
+inline constexpr std::int64_t kDefaultSwitchNs = 25000;
 inline constexpr int kDefaultDriverVersion = 13000;
 inline constexpr std::uint64_t kDefaultKernelNs = 1000000;
 inline constexpr std::uint32_t kDefaultMaxPending = 1024;

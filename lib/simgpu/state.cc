@@ -98,6 +98,11 @@ void init_mutex(pthread_mutex_t* mutex) {
 }
 
 void describe_devices(StateLayout* layout, const SimConfig& config) {
+  for (DeviceState& device : layout->devices) {
+    device.sched.policy = sched_policy_of(config);
+    device.sched.slice_ns = config.timeslice_ns > 0 ? config.timeslice_ns : 1;
+    device.sched.switch_ns = config.switch_ns > 0 ? config.switch_ns : 0;
+  }
   layout->header.device_count = static_cast<std::uint32_t>(config.device_count);
   layout->header.migrate_bytes_per_s = config.migrate_bytes_per_s;
   layout->header.managed_slowdown_milli = config.managed_slowdown_milli;
@@ -228,6 +233,10 @@ void initialise_layout(StateLayout* layout, const SimConfig& config) {
   layout->header.layout_version = kStateLayoutVersion;
   layout->header.layout_bytes = sizeof(StateLayout);
   init_mutex(&layout->mutex);
+  std::int64_t now = monotonic_ns();
+  for (DeviceState& device : layout->devices) {
+    sched_init(&device.sched, sched_policy_of(config), config.timeslice_ns, config.switch_ns, now);
+  }
   describe_devices(layout, config);
   layout->header.ready = 1;
 }
@@ -250,8 +259,8 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
   }
   for (int i = 0; problem == nullptr && i < kMaxDevices; ++i) {
     const DeviceState& device = layout->devices[i];
-    if (device.ring_next >= kBusyRing || device.ring_count > kBusyRing) {
-      problem = "busy ring index out of range";
+    if (!sched_valid(device.sched)) {
+      problem = "inconsistent scheduler model";
     } else if (i < static_cast<int>(header.device_count) && device.memory_bytes == 0) {
       problem = "a device has no memory";
     }
@@ -313,8 +322,8 @@ bool StateFile::open(const SimConfig& config, char* error, std::size_t error_byt
     return false;
   }
   struct stat owner;
-  if (fstat(fd, &owner) == 0 && ((owner.st_uid != geteuid() && owner.st_uid != 0) ||
-                                 (owner.st_mode & 022) != 0)) {
+  if (fstat(fd, &owner) == 0 &&
+      ((owner.st_uid != geteuid() && owner.st_uid != 0) || (owner.st_mode & 022) != 0)) {
     char detail[64];
     std::snprintf(detail, sizeof detail, "uid %u, mode %03o", static_cast<unsigned>(owner.st_uid),
                   static_cast<unsigned>(owner.st_mode & 0777));
@@ -499,6 +508,13 @@ void detach_process(StateLayout* layout, int slot_index) {
     std::memset(&record, 0, sizeof record);
   }
   shrink_high_water(layout);
+  // Its unfinished kernels die with it, as a context's work does; what ran
+  // until now stays in the device's busy time.
+  std::int64_t now = monotonic_ns();
+  for (DeviceState& device : layout->devices) {
+    sched_advance(&device.sched, now);
+    sched_drop(&device.sched, slot_index);
+  }
   std::memset(&slot, 0, sizeof slot);
 }
 
@@ -509,6 +525,11 @@ int live_process_count(const StateLayout* layout) {
 }
 
 bool config_matches(const StateLayout* layout, const SimConfig& config) {
+  const SchedModel& sched = layout->devices[0].sched;
+  if (sched.policy != sched_policy_of(config) || sched.slice_ns != config.timeslice_ns ||
+      sched.switch_ns != config.switch_ns) {
+    return false;
+  }
   if (layout->header.device_count != static_cast<std::uint32_t>(config.device_count) ||
       layout->header.migrate_bytes_per_s != config.migrate_bytes_per_s ||
       layout->header.managed_slowdown_milli != config.managed_slowdown_milli) {
@@ -642,44 +663,14 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std
   }
 }
 
-KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns,
-                          std::int32_t pid) {
-  device->ring_next %= kBusyRing;
-  if (device->ring_count > kBusyRing) device->ring_count = kBusyRing;
-  std::int64_t start = earliest_ns > device->busy_until_ns ? earliest_ns : device->busy_until_ns;
-  std::int64_t end = start + duration_ns;
-  device->busy_until_ns = end;
-  device->busy_ns += static_cast<std::uint64_t>(duration_ns);
-  ++device->kernels;
-  if (duration_ns > 0) {
-    std::uint32_t last = (device->ring_next + kBusyRing - 1) % kBusyRing;
-    if (device->ring_count > 0 && device->ring[last].end_ns == start &&
-        device->ring[last].pid == pid) {
-      device->ring[last].end_ns = end;  // back to back, same process: one interval
-    } else {
-      device->ring[device->ring_next] = {start, end, pid, 0};
-      device->ring_next = (device->ring_next + 1) % kBusyRing;
-      if (device->ring_count < kBusyRing) ++device->ring_count;
-    }
-  }
-  return {start, end};
+SchedModel* settled_model(StateLayout* layout, int device) {
+  SchedModel* model = &layout->devices[device].sched;
+  sched_advance(model, monotonic_ns());
+  return model;
 }
 
-std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns,
-                              std::int32_t pid) {
-  std::uint64_t busy = 0;
-  std::uint32_t index = device.ring_next % kBusyRing;
-  std::uint32_t count = device.ring_count < kBusyRing ? device.ring_count : kBusyRing;
-  for (std::uint32_t n = 0; n < count; ++n) {
-    index = (index + kBusyRing - 1) % kBusyRing;
-    const BusyInterval& interval = device.ring[index];
-    if (interval.end_ns <= from_ns) break;  // intervals only get older from here
-    if (pid != 0 && interval.pid != pid) continue;
-    std::int64_t start = interval.start_ns > from_ns ? interval.start_ns : from_ns;
-    std::int64_t end = interval.end_ns < to_ns ? interval.end_ns : to_ns;
-    if (end > start) busy += static_cast<std::uint64_t>(end - start);
-  }
-  return busy;
+SchedPolicy sched_policy_of(const SimConfig& config) {
+  return config.sched_policy == 1 ? SchedPolicy::kFifo : SchedPolicy::kTimeslice;
 }
 
 }  // namespace gpushare::simgpu

@@ -9,11 +9,14 @@
 //     always summed from those, never kept as a separate counter, so a
 //     process that dies in the middle of an update cannot leave the total
 //     inconsistent with its parts.
-//   - time: per device, the end of the last kernel reserved on its single
-//     timeline (absolute CLOCK_MONOTONIC nanoseconds), total busy time and
-//     kernel count, and a ring of recent busy intervals, each with the pid
-//     that launched it, from which NVML computes device and per-process
-//     utilisation over a window.
+//   - time: per device, the scheduler model (timeslice.h) that shares the
+//     device between processes: their unfinished kernels, the ends of
+//     recent ones, busy time per process and a ring of recent busy
+//     intervals, from which NVML computes device and per-process
+//     utilisation over a window. The model's contexts are process slots:
+//     context N is whichever process holds slot N (all CUDA contexts of one
+//     process on a device are one scheduling context), and a slot's
+//     unfinished kernels are dropped when the slot is released.
 //
 // Concurrency: one robust, process-shared mutex. A holder killed by SIGKILL
 // leaves it EOWNERDEAD; the next locker marks it consistent and reclaims the
@@ -39,23 +42,17 @@
 #include <cstdint>
 
 #include "simgpu/config.h"
+#include "simgpu/timeslice.h"
 
 namespace gpushare::simgpu {
 
 inline constexpr char kStateMagic[16] = "gpushare-simgpu";
-inline constexpr std::uint32_t kStateLayoutVersion = 2;  // 2: busy intervals carry a pid
-inline constexpr int kMaxProcesses = 128;
+// 2: busy intervals carry a pid; 3: a scheduler model per device
+inline constexpr std::uint32_t kStateLayoutVersion = 3;
+inline constexpr int kMaxProcesses = kSchedContexts;  ///< a slot is a scheduling context
 inline constexpr int kMaxManaged = 4096;
-inline constexpr int kBusyRing = 1024;
 /// How long lock() waits for a holder before giving up with an error.
 inline constexpr std::int64_t kLockTimeoutNs = 10'000'000'000;
-
-struct BusyInterval {
-  std::int64_t start_ns;
-  std::int64_t end_ns;
-  std::int32_t pid;  ///< the process that launched the kernels; 0 unknown
-  std::uint32_t reserved0;
-};
 
 struct DeviceState {
   std::uint64_t memory_bytes;
@@ -63,13 +60,8 @@ struct DeviceState {
   std::uint32_t sms;
   std::uint32_t reserved0;
   std::uint8_t uuid[16];
-  std::int64_t busy_until_ns;        ///< end of the last reserved kernel
-  std::uint64_t busy_ns;             ///< total kernel time ever reserved
-  std::uint64_t kernels;             ///< kernels ever launched
   std::uint64_t managed_generation;  ///< bumped on every residency change
-  std::uint32_t ring_next;           ///< index the next interval goes to
-  std::uint32_t ring_count;          ///< valid intervals, up to kBusyRing
-  BusyInterval ring[kBusyRing];      ///< recent busy intervals, oldest first from ring_next
+  SchedModel sched;                  ///< who runs when; contexts are process slots
 };
 
 struct ProcessSlot {
@@ -198,20 +190,8 @@ std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t byte
 void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
                     std::uint64_t* total_bytes, std::uint64_t* host_bytes);
 
-struct KernelSlot {
-  std::int64_t start_ns;
-  std::int64_t end_ns;
-};
-/// Reserves [start, start + duration) on the device's timeline, with start
-/// = max(earliest_ns, the end of the last reserved kernel), for process
-/// `pid` (recorded for NVML's per-process utilisation).
-KernelSlot reserve_kernel(DeviceState* device, std::int64_t earliest_ns, std::int64_t duration_ns,
-                          std::int32_t pid = 0);
-/// Busy nanoseconds of the device's timeline within [from_ns, to_ns), as
-/// far back as the ring of recent intervals reaches; only process `pid`'s
-/// kernels when pid is not 0.
-std::uint64_t busy_ns_between(const DeviceState& device, std::int64_t from_ns, std::int64_t to_ns,
-                              std::int32_t pid = 0);
+/// Settles the device's scheduler model up to now and returns it.
+SchedModel* settled_model(StateLayout* layout, int device);
 
 /// The deterministic UUID of simulated device `index`.
 void device_uuid(int index, std::uint8_t uuid[16]);
@@ -224,6 +204,9 @@ void format_device_uuid(int index, char* text, std::size_t bytes);
 /// device), which ends at the first entry that names no device or repeats
 /// one, as with the real driver. Returns how many are visible.
 int parse_visible_devices(const char* text, int physical_count, int visible[kMaxDevices]);
+
+/// The layout's scheduling policy as the config names it (0 timeslice, 1 fifo).
+SchedPolicy sched_policy_of(const SimConfig& config);
 
 /// CLOCK_MONOTONIC in nanoseconds: the timeline's clock.
 std::int64_t monotonic_ns();

@@ -10,20 +10,34 @@ constexpr std::int64_t kForever = INT64_MAX / 4;
 
 std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
-// Index in pending[] of the context's first (oldest) kernel; -1 when none.
+// Index in pending[] of the context's first (oldest) kernel when it may
+// run now; -1 when the context has none, or its head must wait.
 int head_of(const SchedModel* m, int context) {
   for (std::uint32_t i = 0; i < m->pending_count; ++i) {
-    if (m->pending[i].context == context) return static_cast<int>(i);
+    if (m->pending[i].context == context) {
+      return m->pending[i].not_before_ns <= m->now_ns ? static_cast<int>(i) : -1;
+    }
   }
   return -1;
 }
 
-// The first context after `after`, wrapping round, that has work; `after`
-// itself comes last. -1 when no context has work.
+// Which contexts have a head kernel that may run now.
+void runnable(const SchedModel* m, bool has[kSchedContexts]) {
+  bool seen[kSchedContexts] = {};
+  for (std::uint32_t i = 0; i < m->pending_count; ++i) {
+    const SchedKernel& k = m->pending[i];
+    if (seen[k.context]) continue;
+    seen[k.context] = true;
+    has[k.context] = k.not_before_ns <= m->now_ns;
+  }
+}
+
+// The first context after `after`, wrapping round, that has runnable work;
+// `after` itself comes last. -1 when no context has.
 int next_with_work(const SchedModel* m, int after) {
   if (m->pending_count == 0) return -1;
   bool has[kSchedContexts] = {};
-  for (std::uint32_t i = 0; i < m->pending_count; ++i) has[m->pending[i].context] = true;
+  runnable(m, has);
   int start = after < 0 ? 0 : after + 1;
   for (int k = 0; k < kSchedContexts; ++k) {
     int c = (start + k) % kSchedContexts;
@@ -33,15 +47,32 @@ int next_with_work(const SchedModel* m, int after) {
 }
 
 bool others_have_work(const SchedModel* m, int context) {
-  for (std::uint32_t i = 0; i < m->pending_count; ++i) {
-    if (m->pending[i].context != context) return true;
+  bool has[kSchedContexts] = {};
+  runnable(m, has);
+  for (int c = 0; c < kSchedContexts; ++c) {
+    if (has[c] && c != context) return true;
   }
   return false;
+}
+
+// The earliest time a waiting head kernel may start (kForever when none
+// waits): the device is idle until then unless something is launched.
+std::int64_t next_release(const SchedModel* m) {
+  std::int64_t earliest = kForever;
+  bool seen[kSchedContexts] = {};
+  for (std::uint32_t i = 0; i < m->pending_count; ++i) {
+    const SchedKernel& k = m->pending[i];
+    if (seen[k.context]) continue;
+    seen[k.context] = true;
+    if (k.not_before_ns > m->now_ns) earliest = min64(earliest, k.not_before_ns);
+  }
+  return earliest;
 }
 
 void record_interval(SchedModel* m, int context, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
   m->busy_ns[context] += static_cast<std::uint64_t>(end - start);
+  m->busy_total_ns += static_cast<std::uint64_t>(end - start);
   if (m->interval_count > 0) {
     std::uint32_t last = (m->interval_next + kSchedIntervals - 1) % kSchedIntervals;
     SchedInterval& prev = m->intervals[last];
@@ -79,6 +110,10 @@ void advance_fifo(SchedModel* m, std::int64_t to) {
       m->now_ns = to;
       return;
     }
+    if (m->pending[0].not_before_ns > m->now_ns) {  // the queue waits for its head
+      m->now_ns = min64(to, m->pending[0].not_before_ns);
+      continue;
+    }
     m->resident = m->pending[0].context;
     run_head(m, 0, to, kForever);
   }
@@ -107,9 +142,9 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
       continue;
     }
     int next = next_with_work(m, m->resident);
-    if (next < 0) {  // idle until something is launched
-      m->now_ns = to;
-      return;
+    if (next < 0) {  // idle until a waiting kernel may start, or a launch
+      m->now_ns = min64(to, next_release(m));
+      continue;
     }
     std::int64_t cost = 0;
     if (m->resident >= 0 && m->resident != next) {
@@ -145,14 +180,15 @@ void sched_advance(SchedModel* model, std::int64_t to_ns) {
 }
 
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
-                           std::int64_t duration_ns) {
+                           std::int64_t duration_ns, std::int64_t not_before_ns) {
   if (context < 0 || context >= kSchedContexts) return 0;
   sched_advance(model, now_ns);
   std::uint64_t seq = model->next_seq;
   if (duration_ns <= 0) {  // nothing to run: done as soon as it is queued
     // Stream order still holds: it ends when the context's last kernel does.
-    if (sched_last_pending(*model, context) == 0) {
+    if (sched_last_pending(*model, context) == 0 && not_before_ns <= model->now_ns) {
       ++model->next_seq;
+      ++model->kernels;
       model->done[model->done_next] = SchedDone{seq, model->now_ns};
       model->done_next = (model->done_next + 1) % kSchedDone;
       return seq;
@@ -161,11 +197,41 @@ std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
   }
   if (model->pending_count >= static_cast<std::uint32_t>(kSchedPending)) return 0;
   ++model->next_seq;
+  ++model->kernels;
   // A zero-length kernel behind others still waits its turn; give it the
   // smallest run the model can express so that it completes in order.
   model->pending[model->pending_count++] =
-      SchedKernel{seq, duration_ns > 0 ? duration_ns : 1, context, 0};
+      SchedKernel{seq, duration_ns > 0 ? duration_ns : 1, not_before_ns, context, 0};
   return seq;
+}
+
+void sched_drop(SchedModel* model, int context) {
+  if (context < 0 || context >= kSchedContexts) return;
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i < model->pending_count; ++i) {
+    if (model->pending[i].context != context) model->pending[kept++] = model->pending[i];
+  }
+  model->pending_count = kept;
+  model->busy_ns[context] = 0;
+  for (SchedInterval& interval : model->intervals) {
+    if (interval.context == context) interval.context = -1;
+  }
+}
+
+bool sched_valid(const SchedModel& model) {
+  if (model.pending_count > static_cast<std::uint32_t>(kSchedPending) ||
+      model.done_next >= static_cast<std::uint32_t>(kSchedDone) ||
+      model.interval_next >= static_cast<std::uint32_t>(kSchedIntervals) ||
+      model.interval_count > static_cast<std::uint32_t>(kSchedIntervals) || model.resident < -1 ||
+      model.resident >= kSchedContexts || model.slice_ns <= 0 || model.switch_ns < 0 ||
+      (model.policy != SchedPolicy::kTimeslice && model.policy != SchedPolicy::kFifo)) {
+    return false;
+  }
+  for (std::uint32_t i = 0; i < model.pending_count; ++i) {
+    const SchedKernel& k = model.pending[i];
+    if (k.context < 0 || k.context >= kSchedContexts || k.remaining_ns <= 0) return false;
+  }
+  return true;
 }
 
 std::int64_t sched_end(const SchedModel& model, std::uint64_t seq) {
@@ -191,6 +257,26 @@ std::int64_t sched_projected_end(const SchedModel& model, std::uint64_t seq, Sch
   return end;
 }
 
+bool sched_finished(const SchedModel& model, int context, std::uint64_t seq) {
+  if (seq == 0) return true;
+  if (seq >= model.next_seq) return false;
+  for (std::uint32_t i = 0; i < model.pending_count; ++i) {
+    if (model.pending[i].context == context) return model.pending[i].seq > seq;
+  }
+  return true;
+}
+
+std::int64_t sched_next_completion(const SchedModel& model, SchedModel* scratch) {
+  if (model.pending_count == 0) return -1;
+  std::memcpy(scratch, &model, sizeof(model));
+  std::uint32_t count = scratch->pending_count;
+  std::uint32_t first = scratch->done_next;  // ends are recorded in time order
+  while (scratch->pending_count == count) {
+    sched_advance(scratch, scratch->now_ns + scratch->slice_ns + scratch->switch_ns);
+  }
+  return scratch->done[first].end_ns;
+}
+
 std::uint64_t sched_last_pending(const SchedModel& model, int context) {
   for (std::uint32_t i = model.pending_count; i > 0; --i) {
     if (model.pending[i - 1].context == context) return model.pending[i - 1].seq;
@@ -204,6 +290,7 @@ std::int64_t sched_busy_between(const SchedModel& model, std::int64_t from_ns, s
   for (std::uint32_t k = 0; k < model.interval_count; ++k) {
     std::uint32_t i = (model.interval_next + kSchedIntervals - 1 - k) % kSchedIntervals;
     const SchedInterval& iv = model.intervals[i];
+    if (iv.end_ns <= from_ns) break;  // older ones end earlier still
     if (context >= 0 && iv.context != context) continue;
     std::int64_t a = iv.start_ns > from_ns ? iv.start_ns : from_ns;
     std::int64_t b = min64(iv.end_ns, to_ns);

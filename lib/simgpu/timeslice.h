@@ -13,7 +13,10 @@
 // running the resident context's head kernel until it finishes, its slice
 // ends (and another context is waiting), or the clock reaches "now".
 // Kernels of one context run in launch order (one stream order per context,
-// which is what the workloads do). A kernel's end is known once the model's
+// which is what the workloads do). A kernel may carry a "not before" time
+// (a dependency on something off the device's timeline, such as a managed
+// memory migration): until then its context has no runnable work, and the
+// context's later kernels wait behind it. A kernel's end is known once the model's
 // clock has passed it; projected_end() answers "when, if nobody launches
 // anything more", by settling a copy of the model, so that a synchronising
 // caller can sleep until then and look again.
@@ -38,16 +41,17 @@
 
 namespace gpushare::simgpu {
 
-inline constexpr int kSchedContexts = 128;  ///< contexts are numbered 0..127
-inline constexpr int kSchedPending = 1024;  ///< unfinished kernels, all contexts
-inline constexpr int kSchedDone = 1024;     ///< ends of recent kernels kept
-inline constexpr int kSchedIntervals = 1024;
+inline constexpr int kSchedContexts = 128;    ///< contexts are numbered 0..127
+inline constexpr int kSchedPending = 2048;    ///< unfinished kernels, all contexts
+inline constexpr int kSchedDone = 1024;       ///< ends of recent kernels kept
+inline constexpr int kSchedIntervals = 4096;  ///< busy stretches kept (for NVML)
 
 enum class SchedPolicy : std::uint32_t { kTimeslice = 0, kFifo = 1 };
 
 struct SchedKernel {
   std::uint64_t seq;  ///< 1, 2, ... in launch order; 0 never used
   std::int64_t remaining_ns;
+  std::int64_t not_before_ns;  ///< may not start earlier (0: no such bound)
   std::int32_t context;
   std::uint32_t reserved0;
 };
@@ -79,7 +83,9 @@ struct SchedModel {
   std::uint32_t interval_next;
   std::uint32_t interval_count;
   std::uint64_t switches;
-  std::uint64_t busy_ns[kSchedContexts];  ///< kernel time run, ever
+  std::uint64_t kernels;                  ///< kernels ever launched
+  std::uint64_t busy_total_ns;            ///< kernel time run, ever, all contexts
+  std::uint64_t busy_ns[kSchedContexts];  ///< kernel time run by the context now numbered so
   SchedKernel pending[kSchedPending];
   SchedDone done[kSchedDone];
   SchedInterval intervals[kSchedIntervals];  ///< ring, oldest at interval_next
@@ -93,14 +99,33 @@ void sched_init(SchedModel* model, SchedPolicy policy, std::int64_t slice_ns,
 void sched_advance(SchedModel* model, std::int64_t to_ns);
 
 /// Queues a kernel of `duration_ns` for `context` at `now_ns` (settling up
-/// to then first). Returns its sequence number; 0 when the context number is
-/// out of range or kSchedPending kernels are unfinished (settle and retry).
+/// to then first) that may not start before `not_before_ns`. Returns its
+/// sequence number; 0 when the context number is out of range or
+/// kSchedPending kernels are unfinished (settle and retry).
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
-                           std::int64_t duration_ns);
+                           std::int64_t duration_ns, std::int64_t not_before_ns = 0);
+
+/// Forgets a context that is gone (its process died or detached): its
+/// unfinished kernels are dropped (they count as finished, end unknown),
+/// its busy time is zeroed and its past intervals lose their owner, so that
+/// a process later given the same number inherits nothing.
+void sched_drop(SchedModel* model, int context);
+
+/// Checks the invariants that keep indexing in bounds (the model lives in
+/// a file that other processes write); false when one fails.
+bool sched_valid(const SchedModel& model);
 
 /// The end of kernel `seq`: its time once settled; -1 while unfinished;
 /// 0 when it finished so long ago that its end is no longer kept.
 std::int64_t sched_end(const SchedModel& model, std::uint64_t seq);
+
+/// Whether `context`'s kernel `seq` has finished (0, no kernel, has): cheap,
+/// since a context's kernels finish in launch order.
+bool sched_finished(const SchedModel& model, int context, std::uint64_t seq);
+
+/// When the next of the unfinished kernels ends if nothing more is
+/// launched (-1 when none is unfinished). Settles a copy into `scratch`.
+std::int64_t sched_next_completion(const SchedModel& model, SchedModel* scratch);
 
 /// When kernel `seq` ends if nothing more is launched (its settled end if
 /// finished). Settles a copy; `scratch` receives it (the model is large, so

@@ -32,10 +32,36 @@ jq -e --argjson other "$other" --argjson a "$want_other" --argjson b "$want_self
 touch "$scratch/go"
 wait
 
-# 300 ms of kernels within the last second: 30 % busy.
-expect_exit 0 "$client" init ctx timed:30:10000 nvml
+# Utilisation over the window, while the device is known to be busy: job a
+# queues a 3 s kernel; the querying client then runs a 1.2 s kernel, which
+# shares the device with a's (time slices) and so is done after about 2.4 s,
+# inside a's; a query right after it sees a device busy over the whole
+# window (1 s, or 200 ms when so set) and each process busy about half of
+# it. (Only a stall of over half a second before the query moves the window
+# past a's kernel.)
+"$client" init ctx kernel:spin launch:1:3000000 ready:"$scratch/busy" wait:"$scratch/done" \
+  >"$scratch/a.out" &
+busy_job=$!
+expect_exit 0 "$client" init ctx kernel:spin wait:"$scratch/busy" timed:1:1200000 nvml
 util=$(jq -r 'select(.step=="nvml") | .gpu_util_pct' "$scratch/out")
-[ "$util" -ge 25 ] && [ "$util" -le 31 ] || fail "utilisation $util %, expected about 30"
-GPUSHARE_SIM_UTIL_WINDOW_MS=200 expect_exit 0 "$client" init ctx timed:30:10000 nvml
-[ "$(jq -r 'select(.step=="nvml") | .gpu_util_pct' "$scratch/out")" -ge 60 ] ||
-  fail "a 200 ms window right after 300 ms of kernels is not busy"
+[ "$util" -ge 95 ] || fail "utilisation $util % over a second the device was busy"
+GPUSHARE_SIM_UTIL_WINDOW_MS=200 expect_exit 0 "$client" init ctx nvml
+util=$(jq -r 'select(.step=="nvml") | .gpu_util_pct' "$scratch/out")
+[ "$util" -ge 95 ] || fail "utilisation $util % over 200 ms inside a's kernel"
+touch "$scratch/done"
+wait "$busy_job" || fail "the busy job failed"
+# Per process: the device's time went half to each while both had work (the
+# bounds allow a 600 ms stall before the query, when a ran alone).
+"$client" init ctx kernel:spin launch:1:3000000 ready:"$scratch/busy2" wait:"$scratch/done2" \
+  >"$scratch/a.out" &
+busy_job=$!
+"$client" init ctx kernel:spin wait:"$scratch/busy2" timed:1:800000 ready:"$scratch/ran" \
+  wait:"$scratch/done2" >"$scratch/b.out" &
+other_job=$!
+wait_file "$scratch/ran"
+GPUSHARE_SIM_UTIL_WINDOW_MS=1000 expect_exit 0 "$libexec/tests/gpushare-nvml-smi"
+touch "$scratch/done2"
+wait "$busy_job" && wait "$other_job" || fail "a job failed"
+jq -e '(.processes | length) == 2 and (.processes | all(.sm_util_pct >= 20 and .sm_util_pct <= 80))
+  and .gpu_util_pct >= 95' "$scratch/out" >/dev/null ||
+  { cat "$scratch/out"; fail "NVML's per-process utilisation is not about half each"; }

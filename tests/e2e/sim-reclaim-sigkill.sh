@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A process killed by SIGKILL (no exit handlers run) while holding 6 GiB of
 # an 8 GiB simulated GPU, as plain, managed or VMM memory: its memory comes
-# back to the next process that needs it, and NVML stops listing it.
+# back to the next process that needs it, and NVML stops listing it; its
+# unfinished kernels are dropped.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=0
@@ -34,3 +35,22 @@ for kind in plain managed vmm; do
   [ "$(jq -r 'select(.step=="nvml") | .nvml_used_bytes' "$scratch/out")" = $((4 << 30)) ] ||
     fail "the killed process's $kind memory was not reclaimed"
 done
+
+# Its unfinished kernels go with it: under fifo, a kernel queued after a
+# killed process's 20 s of kernels runs as soon as the next process to
+# attach has reclaimed the slot, instead of after the 20 s.
+export GPUSHARE_SIM_STATE="$scratch/fifo-state" GPUSHARE_SIM_SCHED=fifo
+rm -f "$scratch/ready"
+mkfifo "$scratch/pipe.kernels"
+"$client" init ctx kernel:spin launch:100:200000 ready:"$scratch/ready" hold \
+  <"$scratch/pipe.kernels" >/dev/null &
+victim=$!
+exec 3>"$scratch/pipe.kernels"
+wait_file "$scratch/ready"
+kill -KILL "$victim"
+wait "$victim" 2>/dev/null || true
+exec 3>&-
+expect_exit 0 "$client" init ctx kernel:spin timed:1:10000
+ms=$(jq -r 'select(.step=="timed") | .wall_ms | floor' "$scratch/out")
+[ "$ms" -lt 5000 ] || fail "a 10 ms kernel waited $ms ms behind a killed process's kernels"
+[ "$ms" -ge 10 ] || fail "a 10 ms kernel took $ms ms"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpushare-workload on the simulated GPU: a record per iteration and a
-# summary, with times that follow the kernels it ran (events measure the
-# device's 3 x 2 ms exactly), memory that grows inside iterations, every
+# summary, with times that follow the kernels it ran (events measure at
+# least the device's 3 x 2 ms, and no more than the wall time), memory that grows inside iterations, every
 # allocation kind, and a checksum that verifies and is reproducible.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
@@ -14,15 +14,21 @@ expect_exit 0 "$workload" --iterations 10 --kernels-per-iter 3 --kernel-us 2000 
   fail "expected 10 iteration records"
 jq -e -s 'all(.[]; .version == 1 and .label == "job1")' "$scratch/out" >/dev/null ||
   fail "records lack their version or label"
-jq -e 'select(.kind=="workload-iteration") | .gpu_ms >= 6 and .gpu_ms < 10 and .iteration_ms >= 6
-       and .mem_bytes == 268435456' "$scratch/out" | grep -q false &&
+# The events around an iteration's kernels measure at least their 6 ms and
+# never more than the iteration's wall time; the host's delays between
+# launches (a loaded machine) count too, so "about 6 ms" is asked only of
+# the median iteration.
+jq -e 'select(.kind=="workload-iteration") | .gpu_ms >= 6 and .gpu_ms <= .iteration_ms + 0.01
+       and .iteration_ms >= 6 and .mem_bytes == 268435456' "$scratch/out" | grep -q false &&
   { cat "$scratch/out"; fail "an iteration's times or memory are off"; }
+jq -e -s 'map(select(.kind=="workload-iteration") | .gpu_ms) | sort | .[length / 2 | floor] < 10' \
+  "$scratch/out" >/dev/null || { cat "$scratch/out"; fail "the median iteration's kernels took 10 ms or more"; }
 summary=$(jq -c 'select(.kind=="workload-summary")' "$scratch/out")
 echo "$summary" | jq -e '.iterations == 10 and .kernels == 30 and .peak_mem_bytes == 268435456
   and .verified_bytes == 67108864 and (.checksum | test("^[0-9a-f]{16}$"))
   and .iterations_per_s > 0 and .iterations_per_s <= 1000 / 6
   and .iteration_ms_mean >= 6 and .iteration_ms_p99 >= .iteration_ms_mean
-  and .gpu_ms_total >= 60 and .gpu_ms_total < 100 and .elapsed_ms >= 60' >/dev/null ||
+  and .gpu_ms_total >= 60 and .gpu_ms_total <= .elapsed_ms + 0.1 and .elapsed_ms >= 60' >/dev/null ||
   fail "summary is off: $summary"
 checksum=$(echo "$summary" | jq -r .checksum)
 

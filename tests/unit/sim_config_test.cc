@@ -45,6 +45,23 @@ TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]"
   CHECK(loaded.config.default_kernel_ns == 1000000);
   CHECK(loaded.config.managed_slowdown_milli == 4000);
   CHECK(loaded.config.max_pending == 1024);
+  CHECK(loaded.config.sched_policy == 0);  // time slices
+  CHECK(loaded.config.timeslice_ns == 2000000);
+  CHECK(loaded.config.switch_ns == 25000);
+}
+
+TEST_CASE("the scheduling policy slice and switch cost are read from the environment", "[sim]") {
+  Loaded loaded = load({{"GPUSHARE_SIM_SCHED", "fifo"},
+                        {"GPUSHARE_SIM_TIMESLICE", "0.5"},
+                        {"GPUSHARE_SIM_SWITCH_US", "0"}});
+  REQUIRE(loaded.ok);
+  CHECK(loaded.config.sched_policy == 1);
+  CHECK(loaded.config.timeslice_ns == 500000);
+  CHECK(loaded.config.switch_ns == 0);
+  Loaded sliced = load({{"GPUSHARE_SIM_SCHED", "timeslice"}, {"GPUSHARE_SIM_TIMESLICE", "20"}});
+  REQUIRE(sliced.ok);
+  CHECK(sliced.config.sched_policy == 0);
+  CHECK(sliced.config.timeslice_ns == 20000000);
 }
 
 TEST_CASE("without GPUSHARE_SIM_STATE the state file is per user, in a private directory",
@@ -101,6 +118,11 @@ TEST_CASE("bad settings are refused with the variable and the value", "[sim]") {
       {{{"GPUSHARE_SIM_MANAGED_SLOWDOWN", "-1"}},
        "GPUSHARE_SIM_MANAGED_SLOWDOWN: '-1' is negative"},
       {{{"GPUSHARE_SIM_MAX_PENDING", "0"}}, "GPUSHARE_SIM_MAX_PENDING: '0' is out of range"},
+      {{{"GPUSHARE_SIM_SCHED", "rr"}}, "GPUSHARE_SIM_SCHED: 'rr' is neither"},
+      {{{"GPUSHARE_SIM_TIMESLICE", "0"}}, "GPUSHARE_SIM_TIMESLICE: '0' is out of range"},
+      {{{"GPUSHARE_SIM_TIMESLICE", "2ms"}}, "GPUSHARE_SIM_TIMESLICE: '2ms' is not a number"},
+      {{{"GPUSHARE_SIM_TIMESLICE", "5000"}}, "GPUSHARE_SIM_TIMESLICE: '5000' is out of range"},
+      {{{"GPUSHARE_SIM_SWITCH_US", "-3"}}, "GPUSHARE_SIM_SWITCH_US: '-3' is negative"},
   };
   for (const Case& c : cases) {
     Loaded loaded = load(c.environment);

@@ -30,6 +30,8 @@ struct TempState {
     for (auto& device : config.devices) device = {memory_bytes, 0, 108};
     config.migrate_bytes_per_s = 1 * kGiB;
     config.managed_slowdown_milli = 4000;
+    config.timeslice_ns = 1000;  // 1 us slices, 100 ns switches: small numbers by hand
+    config.switch_ns = 100;
   }
   ~TempState() {
     file.close();
@@ -100,6 +102,12 @@ TEST_CASE("a foreign, truncated, outdated or corrupt state file is refused by na
     state.open()->header.device_count = 99;
     state.file.close();
     CHECK(state.open_error().find("corrupt state (device count out of range)") !=
+          std::string::npos);
+  }
+  SECTION("a scheduler model indexing out of bounds") {
+    state.open()->devices[0].sched.pending_count = kSchedPending + 1;
+    state.file.close();
+    CHECK(state.open_error().find("corrupt state (inconsistent scheduler model)") !=
           std::string::npos);
   }
   SECTION("a directory") {
@@ -186,46 +194,52 @@ TEST_CASE("the lock survives its holder's death and reclaims its memory", "[sim]
   state.file.unlock();
 }
 
-TEST_CASE("kernels of all processes share one timeline", "[sim]") {
-  DeviceState device{};
-  KernelSlot first = reserve_kernel(&device, 1000, 500);
-  KernelSlot second = reserve_kernel(&device, 1200, 300);  // another process, asked meanwhile
-  KernelSlot third = reserve_kernel(&device, 5000, 100);   // device idle again
-  CHECK(first.start_ns == 1000);
-  CHECK(first.end_ns == 1500);
-  CHECK(second.start_ns == 1500);
-  CHECK(second.end_ns == 1800);
-  CHECK(third.start_ns == 5000);
-  CHECK(device.busy_ns == 900);
-  CHECK(device.kernels == 3);
-  CHECK(device.ring_count == 2);  // back-to-back kernels merge into one interval
-  CHECK(busy_ns_between(device, 0, 10000) == 900);
-  CHECK(busy_ns_between(device, 1400, 1600) == 200);
-  CHECK(busy_ns_between(device, 1800, 5000) == 0);
-  CHECK(busy_ns_between(device, 1700, 5050) == 150);
+TEST_CASE("the state file holds one scheduler model per device, contexts being slots", "[sim]") {
+  TempState state(8 * kGiB, 2);
+  StateLayout* layout = state.open();
+  for (int d = 0; d < 2; ++d) {
+    const SchedModel& model = layout->devices[d].sched;
+    CHECK(model.policy == SchedPolicy::kTimeslice);
+    CHECK(model.slice_ns == 1000);
+    CHECK(model.switch_ns == 100);
+  }
+  CHECK(config_matches(layout, state.config));
+  state.config.sched_policy = 1;  // fifo: a different device
+  CHECK_FALSE(config_matches(layout, state.config));
+  reconfigure(layout, state.config);
+  CHECK(layout->devices[1].sched.policy == SchedPolicy::kFifo);
+  CHECK(config_matches(layout, state.config));
 }
 
-TEST_CASE("busy time is attributed to the process that launched it", "[sim]") {
-  DeviceState device{};
-  reserve_kernel(&device, 1000, 500, 11);
-  reserve_kernel(&device, 1000, 300, 22);  // queued behind 11's kernel: 1500..1800
-  reserve_kernel(&device, 1800, 200, 11);  // back to back with 22's, but not merged
-  CHECK(device.ring_count == 3);
-  CHECK(busy_ns_between(device, 0, 10000, 11) == 700);
-  CHECK(busy_ns_between(device, 0, 10000, 22) == 300);
-  CHECK(busy_ns_between(device, 0, 10000, 33) == 0);
-  CHECK(busy_ns_between(device, 0, 10000) == 1000);  // all processes
-  CHECK(busy_ns_between(device, 1600, 1900, 22) == 200);
-  CHECK(busy_ns_between(device, 1600, 1900, 11) == 100);
-}
-
-TEST_CASE("the busy ring forgets only the oldest intervals", "[sim]") {
-  DeviceState device{};
-  for (int i = 0; i < kBusyRing + 10; ++i) reserve_kernel(&device, i * 100, 10);
-  CHECK(device.ring_count == static_cast<std::uint32_t>(kBusyRing));
-  std::int64_t end = (kBusyRing + 10) * 100;
-  CHECK(busy_ns_between(device, end - 1000, end) == 100);
-  CHECK(busy_ns_between(device, 0, end) == static_cast<std::uint64_t>(kBusyRing) * 10);
+TEST_CASE("a released slot's unfinished kernels are dropped and its busy time forgotten", "[sim]") {
+  TempState state;
+  StateLayout* layout = state.open();
+  int a = attach_process(layout, 1000001, 1, "a");
+  int b = attach_process(layout, 1000002, 1, "b");
+  SchedModel* model = &layout->devices[0].sched;
+  std::int64_t t0 = model->now_ns;
+  // a: 0-1000, switch 1000-1100, b 1100-1600 (done), switch, a 1700-...
+  std::uint64_t a1 = sched_launch(model, a, t0, 10'000'000'000);
+  std::uint64_t b1 = sched_launch(model, b, t0, 500);
+  sched_advance(model, t0 + 2000);
+  CHECK(sched_end(*model, b1) == t0 + 1600);
+  CHECK(sched_busy_between(*model, t0, t0 + 2000, a) == 1300);
+  CHECK(sched_busy_between(*model, t0, t0 + 2000, b) == 500);
+  detach_process(layout, a);  // a goes with most of its 10 s kernel left
+  CHECK(model->pending_count == 0);
+  CHECK(sched_finished(*model, a, a1));
+  CHECK(model->busy_ns[a] == 0);
+  CHECK(sched_busy_between(*model, t0, t0 + 2000, a) == 0);  // not a new owner's
+  CHECK(sched_busy_between(*model, t0, t0 + 2000) == 1800);  // still the device's
+  CHECK(model->busy_total_ns >= 1800);
+  int again = attach_process(layout, 1000003, 1, "c");
+  CHECK(again == a);
+  std::int64_t at = model->now_ns;
+  std::uint64_t c1 = sched_launch(model, again, at, 100);
+  sched_advance(model, at + 1000);
+  CHECK(sched_end(*model, c1) == at + 100);  // nothing of a's left to wait for
+  detach_process(layout, b);
+  detach_process(layout, again);
 }
 
 TEST_CASE("managed memory lives on the device as far as it fits, and is evicted first", "[sim]") {
@@ -297,14 +311,6 @@ TEST_CASE("simulated device UUIDs are stable, distinct and version 4", "[sim]") 
 }
 
 TEST_CASE("indices scribbled over in a live state file are clamped, not followed", "[sim]") {
-  DeviceState device{};
-  device.ring_next = 5000;
-  device.ring_count = 99999;
-  reserve_kernel(&device, 0, 10);
-  CHECK(device.ring_next < static_cast<std::uint32_t>(kBusyRing));
-  CHECK(device.ring_count <= static_cast<std::uint32_t>(kBusyRing));
-  CHECK(busy_ns_between(device, 0, 100) >= 10);
-
   TempState state;
   StateLayout* layout = state.open();
   int slot = attach_process(layout, 1000001, 1, "a");

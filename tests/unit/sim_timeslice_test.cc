@@ -143,3 +143,78 @@ TEST_CASE("timeslice: an empty kernel ends with its context's work") {
   CHECK(t.projected(a) == 13);
   CHECK(t.projected(e2) == 14);  // one nanosecond behind the work before it
 }
+
+TEST_CASE("timeslice: a kernel that may not start yet lets other contexts run") {
+  // A's kernel waits until 30 (a migration); B runs 0-20 meanwhile, then
+  // the device idles until A may start: 30-35.
+  Model t;
+  auto a = sched_launch(t.m.get(), 0, 0, 5, 30);
+  auto b = t.launch(1, 0, 20);
+  REQUIRE(a != 0);
+  CHECK(t.projected(a) == 35);
+  CHECK(t.projected(b) == 20);
+  CHECK(t.settled(a, 100) == 35);
+  CHECK(sched_busy_between(*t.m, 20, 30) == 0);
+}
+
+TEST_CASE("timeslice: under fifo a kernel that may not start yet holds up the queue") {
+  Model t(SchedPolicy::kFifo);
+  auto a = sched_launch(t.m.get(), 0, 0, 5, 30);
+  auto b = t.launch(1, 0, 20);
+  REQUIRE(a != 0);
+  CHECK(t.projected(a) == 35);
+  CHECK(t.projected(b) == 55);
+}
+
+TEST_CASE("timeslice: a dropped context's work vanishes and its time loses its owner") {
+  Model t;
+  auto a = t.launch(0, 0, 25);
+  auto b = t.launch(1, 0, 10);
+  sched_advance(t.m.get(), 5);
+  CHECK_FALSE(sched_finished(*t.m, 0, a));
+  sched_drop(t.m.get(), 0);  // A dies at 5, mid-kernel
+  CHECK(sched_finished(*t.m, 0, a));
+  CHECK(t.projected(b) == 15);  // B takes over at once (no switch cost here)
+  CHECK(t.m->busy_ns[0] == 0);
+  CHECK(sched_busy_between(*t.m, 0, 5, 0) == 0);
+  CHECK(sched_busy_between(*t.m, 0, 5) == 5);
+  CHECK(t.m->busy_total_ns == 5);
+  CHECK(t.m->kernels == 2);
+}
+
+TEST_CASE("timeslice: finished is answered per context in launch order") {
+  Model t;
+  auto a1 = t.launch(0, 0, 5);
+  auto a2 = t.launch(0, 0, 5);
+  auto b = t.launch(1, 0, 5);
+  CHECK(sched_finished(*t.m, 0, 0));
+  CHECK_FALSE(sched_finished(*t.m, 0, a1));
+  sched_advance(t.m.get(), 5);
+  CHECK(sched_finished(*t.m, 0, a1));
+  CHECK_FALSE(sched_finished(*t.m, 0, a2));
+  CHECK_FALSE(sched_finished(*t.m, 1, b));
+  CHECK_FALSE(sched_finished(*t.m, 1, b + 1));  // not launched yet
+}
+
+TEST_CASE("timeslice: the next completion is the earliest of any context") {
+  Model t;
+  t.launch(0, 0, 25);  // A 0-10, B 10-13 (done), A 13-...
+  t.launch(1, 0, 3);
+  CHECK(sched_next_completion(*t.m, t.scratch.get()) == 13);
+  CHECK(t.m->now_ns == 0);  // only the copy was settled
+  sched_advance(t.m.get(), 100);
+  CHECK(sched_next_completion(*t.m, t.scratch.get()) == -1);
+}
+
+TEST_CASE("timeslice: a model scribbled out of bounds is invalid") {
+  Model t;
+  t.launch(0, 0, 5);
+  CHECK(sched_valid(*t.m));
+  SECTION("pending count") { t.m->pending_count = kSchedPending + 1; }
+  SECTION("done index") { t.m->done_next = kSchedDone; }
+  SECTION("interval index") { t.m->interval_next = kSchedIntervals; }
+  SECTION("resident") { t.m->resident = kSchedContexts; }
+  SECTION("a kernel's context") { t.m->pending[0].context = -2; }
+  SECTION("policy") { t.m->policy = static_cast<SchedPolicy>(7); }
+  CHECK_FALSE(sched_valid(*t.m));
+}

@@ -52,8 +52,8 @@ CUresult activate(Context* ctx) {
     if (ctx->overhead_charged) uncharge_device(ctx->device, overhead);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  ctx->all_ready_ns = 0;
-  ctx->blocking_ready_ns = 0;
+  ctx->all_ready = Ready{0, 0};
+  ctx->blocking_ready = Ready{0, 0};
   ctx->managed_generation_seen = ~0ull;
   for (int i = 0; i < kLimitCount; ++i) ctx->limits[i] = kDefaultLimits[i];
   ctx->magic = kContextMagic;
@@ -129,13 +129,15 @@ CUresult context_or_current(CUcontext handle, Context** ctx) {
 }
 
 CUresult synchronize(Context* ctx) {
-  std::int64_t until;
+  Ready until;
+  int device;
   {
     LocalLock lock;
     if (!context_alive(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-    until = ctx->all_ready_ns;
+    until = ctx->all_ready;
+    device = ctx->device;
   }
-  sleep_until(until);
+  if (CUresult status = wait_ready(device, until); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   trim_pools_at_sync();
   return CUDA_SUCCESS;

@@ -34,10 +34,23 @@ CUresult check_side(std::uintptr_t address, std::size_t bytes, Side side) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-// Validates under the lock; returns when the copy may happen (0 for async).
+// What a synchronous copy waits for before it happens: the work before it
+// on its stream (on `device`'s scheduler model). Async copies wait for
+// nothing: they take no time on the simulated device.
+struct SyncPoint {
+  bool needed;
+  int device;
+  Ready ready;
+};
+
+CUresult wait_for(const SyncPoint& point) {
+  return point.needed ? wait_ready(point.device, point.ready) : CUDA_SUCCESS;
+}
+
+// Validates under the lock; says what the copy waits for.
 CUresult prepare(std::uintptr_t destination, Side destination_side, std::uintptr_t source,
                  Side source_side, std::size_t bytes, CUstream handle, bool async, bool per_thread,
-                 std::int64_t* wait_until) {
+                 SyncPoint* wait_until) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Context* ctx = nullptr;
@@ -53,19 +66,19 @@ CUresult prepare(std::uintptr_t destination, Side destination_side, std::uintptr
       status != CUDA_SUCCESS) {
     return status;
   }
-  *wait_until = async ? 0 : stream_earliest(stream);
+  *wait_until = SyncPoint{!async, ctx->device, stream_earliest(stream)};
   return CUDA_SUCCESS;
 }
 
 CUresult copy(std::uintptr_t destination, Side destination_side, std::uintptr_t source,
               Side source_side, std::size_t bytes, CUstream stream, bool async, bool per_thread) {
-  std::int64_t wait_until = 0;
+  SyncPoint wait_until{};
   if (CUresult status = prepare(destination, destination_side, source, source_side, bytes, stream,
                                 async, per_thread, &wait_until);
       status != CUDA_SUCCESS) {
     return status;
   }
-  if (wait_until > 0) sleep_until(wait_until);
+  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
   if (bytes > 0) {
     std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source),
                  bytes);
@@ -86,13 +99,13 @@ CUresult memset_rows(CUdeviceptr destination, std::size_t pitch, unsigned value,
   std::size_t row_bytes = width * element_bytes;
   if (height > 1 && pitch < row_bytes) return CUDA_ERROR_INVALID_VALUE;
   std::size_t span = width == 0 || height == 0 ? 0 : pitch * (height - 1) + row_bytes;
-  std::int64_t wait_until = 0;
+  SyncPoint wait_until{};
   if (CUresult status = prepare(destination, Side::kDevice, host(&value), Side::kHost, span, stream,
                                 async, per_thread, &wait_until);
       status != CUDA_SUCCESS) {
     return status;
   }
-  if (wait_until > 0) sleep_until(wait_until);
+  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
   for (std::size_t row = 0; row < height && width > 0; ++row) {
     unsigned char* start = reinterpret_cast<unsigned char*>(destination + row * pitch);
     if (element_bytes == 1) {
@@ -131,21 +144,21 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, bool async, bool pe
   std::size_t source_span = height == 0 || width == 0 ? 0 : copy->srcPitch * (height - 1) + width;
   std::size_t destination_span =
       height == 0 || width == 0 ? 0 : copy->dstPitch * (height - 1) + width;
-  std::int64_t wait_until = 0;
+  SyncPoint wait_until{};
   {
     if (CUresult status = prepare(destination, side(copy->dstMemoryType), destination, Side::kAny,
                                   destination_span, stream, async, per_thread, &wait_until);
         status != CUDA_SUCCESS) {
       return status;
     }
-    std::int64_t ignored = 0;
+    SyncPoint ignored{};
     if (CUresult status = prepare(source, side(copy->srcMemoryType), source, Side::kAny,
                                   source_span, stream, true, per_thread, &ignored);
         status != CUDA_SUCCESS) {
       return status;
     }
   }
-  if (wait_until > 0) sleep_until(wait_until);
+  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
   for (std::size_t row = 0; row < height && width > 0; ++row) {
     std::memmove(reinterpret_cast<void*>(destination + row * copy->dstPitch),
                  reinterpret_cast<const void*>(source + row * copy->srcPitch), width);

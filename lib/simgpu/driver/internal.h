@@ -70,6 +70,16 @@ inline constexpr std::uint32_t kArrayMagic = 0x53494d41;
 
 struct Stream;
 
+/// When some work is done: once kernel `seq` of this process on the
+/// device's scheduler model has finished (0: no kernel) and the clock has
+/// passed floor_ns (work off the model's timeline, such as a managed-memory
+/// migration). Kernels of one process on a device finish in launch order,
+/// so the later of two marks is their element-wise maximum.
+struct Ready {
+  std::uint64_t seq;
+  std::int64_t floor_ns;
+};
+
 struct Context {
   std::uint32_t magic;
   std::uint32_t generation;
@@ -80,9 +90,9 @@ struct Context {
   bool primary;
   int primary_refs;  ///< retains of a primary context
   bool overhead_charged;
-  Stream* legacy;                  ///< the NULL / CU_STREAM_LEGACY stream
-  std::int64_t all_ready_ns;       ///< when all work of any stream completes
-  std::int64_t blocking_ready_ns;  ///< ... of blocking streams other than legacy
+  Stream* legacy;        ///< the NULL / CU_STREAM_LEGACY stream
+  Ready all_ready;       ///< when all work of any stream completes
+  Ready blocking_ready;  ///< ... of blocking streams other than legacy
   std::uint64_t managed_generation_seen;
   std::uint64_t managed_total_bytes;
   std::uint64_t managed_host_bytes;
@@ -100,8 +110,8 @@ struct Stream {
   unsigned flags;  ///< CU_STREAM_NON_BLOCKING or CU_STREAM_DEFAULT
   int priority;
   std::uint64_t id;
-  std::int64_t ready_ns;  ///< completion of its last work
-  std::int64_t* pending;  ///< completion times of recent kernels (back-pressure ring)
+  Ready ready;             ///< completion of its last work
+  std::uint64_t* pending;  ///< recent kernels (back-pressure ring)
   std::uint32_t pending_next;
 };
 
@@ -112,7 +122,8 @@ struct Event {
   Context* ctx;
   unsigned flags;
   bool recorded;
-  std::int64_t time_ns;
+  int device;  ///< of the stream it was recorded on
+  Ready mark;  ///< the work it waits for
 };
 
 struct Function;
@@ -289,6 +300,25 @@ inline constexpr CUresult kStateUnavailable = CUDA_ERROR_OPERATING_SYSTEM;
 std::int64_t now_ns();
 void sleep_until(std::int64_t deadline_ns);
 
+// Work on the scheduler model (timeline.cc). A process's kernels are
+// scheduling context sim().slot of their device's model.
+inline Ready later(Ready a, Ready b) {
+  return Ready{a.seq > b.seq ? a.seq : b.seq, a.floor_ns > b.floor_ns ? a.floor_ns : b.floor_ns};
+}
+/// Room for a copy of a model (projections); use only under the state lock.
+SchedModel& scheduler_scratch();
+/// Whether the work is done now; false with *status set when the state
+/// file could not be locked.
+bool ready_now(int device, Ready ready, CUresult* status);
+/// Sleeps until the work is done: until its projected end, then looks
+/// again (another process's launch may have pushed it back). Never spins.
+CUresult wait_ready(int device, Ready ready);
+/// When the work ended, or -1 while it has not. Settled time only.
+std::int64_t ready_time(int device, Ready ready, CUresult* status);
+/// When the work is projected to end if nothing more is launched (its end
+/// if done). Requires the state lock.
+std::int64_t projected_time(StateLayout* layout, int device, Ready ready);
+
 // Contexts (context.cc).
 /// The calling thread's current context, if any and alive.
 Context* current_context();
@@ -300,10 +330,10 @@ Context* lookup_context(CUcontext handle);
 // Streams and events (stream.cc).
 /// Resolves a stream handle for `ctx`; per_thread for _ptsz/_ptds calls.
 CUresult resolve_stream(Context* ctx, CUstream handle, bool per_thread, Stream** stream);
-/// When work enqueued now on `stream` may start, given the legacy-stream rules.
-std::int64_t stream_earliest(const Stream* stream);
-/// Records that `stream` has work completing at end_ns.
-void stream_push(Stream* stream, std::int64_t end_ns);
+/// What work enqueued now on `stream` waits for, given the legacy-stream rules.
+Ready stream_earliest(const Stream* stream);
+/// Records that `stream` has work completing at `ready`.
+void stream_push(Stream* stream, Ready ready);
 Stream* create_stream(Context* ctx, StreamKind kind, unsigned flags, int priority);
 void destroy_stream(Stream* stream);
 /// Frees the streams and events of a dying context.

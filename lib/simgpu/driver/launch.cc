@@ -2,12 +2,13 @@
 //
 // A launch computes its duration (the module's, or for gpushare_spin the
 // u64 nanoseconds of its first parameter), stretches it by the managed-
-// memory cost model, and reserves [start, start + duration) on the
-// device's single timeline in the state file, where start is the latest of
-// now, the stream's dependencies and the end of the last kernel any process
-// reserved. Then it returns at once, as an asynchronous launch does; the
-// stream remembers when its work completes. Kernels of all processes thus
-// run one after another, as on a GPU that time-slices between contexts.
+// memory cost model, and queues it on the device's scheduler model in the
+// state file (timeslice.h: time slices between processes, or one FIFO
+// queue under GPUSHARE_SIM_SCHED=fifo) as work of this process's context,
+// not to start before the stream's dependencies off the model (managed
+// migrations). Then it returns at once, as an asynchronous launch does; the
+// stream remembers the kernel's sequence number, and synchronisation asks
+// the model when that kernel ends (timeline.cc).
 //
 // Managed memory cost model: if a fraction f of the launching context's
 // managed bytes on the device lives on the host, the kernel runs
@@ -15,7 +16,9 @@
 //
 // Back-pressure: a stream holds at most GPUSHARE_SIM_MAX_PENDING kernels
 // not yet complete; a further launch waits for the oldest, as a real
-// launch blocks when the push buffer is full.
+// launch blocks when the push buffer is full. The model holds at most
+// kSchedPending unfinished kernels of all processes; a launch that finds it
+// full waits for the next to finish.
 #include "simgpu/driver/internal.h"
 
 using namespace gpushare::simgpu;
@@ -91,6 +94,39 @@ std::int64_t managed_cost(StateLayout* layout, Context* ctx, std::int64_t durati
   return static_cast<std::int64_t>(static_cast<double>(duration_ns) * factor);
 }
 
+// Queues the kernel, or says until when to wait (full stream or model).
+// Requires the local lock.
+CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64_t* wait_until) {
+  Driver& d = sim();
+  std::uint32_t max_pending = d.config.max_pending;
+  if (stream->pending == nullptr) {
+    stream->pending = static_cast<std::uint64_t*>(std::calloc(max_pending, sizeof(std::uint64_t)));
+    if (stream->pending == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  std::uint64_t& oldest = stream->pending[stream->pending_next % max_pending];
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  SchedModel* model = settled_model(shared.layout(), ctx->device);
+  if (!sched_finished(*model, d.slot, oldest)) {  // the stream's queue is full
+    *wait_until = projected_time(shared.layout(), ctx->device, Ready{oldest, 0});
+    return CUDA_SUCCESS;
+  }
+  duration = managed_cost(shared.layout(), ctx, duration);
+  Ready after = stream_earliest(stream);
+  std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration,
+                                   after.floor_ns > model->now_ns ? after.floor_ns : 0);
+  if (seq == 0) {  // the model is full: wait for any kernel to finish
+    std::int64_t next = sched_next_completion(*model, &scheduler_scratch());
+    *wait_until = next > 0 ? next : model->now_ns + model->slice_ns;
+    return CUDA_SUCCESS;
+  }
+  oldest = seq;
+  ++stream->pending_next;
+  stream_push(stream, Ready{seq, 0});
+  *wait_until = 0;
+  return CUDA_SUCCESS;
+}
+
 CUresult launch(CUfunction handle, const Dims& dims, CUstream stream_handle, void** params,
                 void** extra, bool per_thread, bool cooperative) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
@@ -122,28 +158,10 @@ CUresult launch(CUfunction handle, const Dims& dims, CUstream stream_handle, voi
           return status;
         }
       }
-      std::uint32_t max_pending = d.config.max_pending;
-      if (stream->pending == nullptr) {
-        stream->pending =
-            static_cast<std::int64_t*>(std::calloc(max_pending, sizeof(std::int64_t)));
-        if (stream->pending == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+      if (CUresult status = enqueue(ctx, stream, duration, &wait_until); status != CUDA_SUCCESS) {
+        return status;
       }
-      std::int64_t& oldest = stream->pending[stream->pending_next % max_pending];
-      std::int64_t now = now_ns();
-      if (oldest > now) {
-        wait_until = oldest;  // the queue is full: wait, then try again
-      } else {
-        SharedLock shared;
-        if (!shared.ok()) return kStateUnavailable;
-        duration = managed_cost(shared.layout(), ctx, duration);
-        std::int64_t earliest = stream_earliest(stream);
-        KernelSlot slot = reserve_kernel(&shared.layout()->devices[ctx->device],
-                                         earliest > now ? earliest : now, duration, sim().pid);
-        oldest = slot.end_ns;
-        ++stream->pending_next;
-        stream_push(stream, slot.end_ns);
-        return CUDA_SUCCESS;
-      }
+      if (wait_until == 0) return CUDA_SUCCESS;
     }
     sleep_until(wait_until);
   }

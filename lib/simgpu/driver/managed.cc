@@ -123,9 +123,13 @@ CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream
   if (moved > 0 && bandwidth > 0) {
     auto migration_ns = static_cast<std::int64_t>(static_cast<double>(moved) * 1e9 /
                                                   static_cast<double>(bandwidth));
-    std::int64_t start = stream_earliest(stream);
+    // The migration starts when the stream's work before it is projected
+    // to end; work after it may not start before it ends.
+    SharedLock shared;
+    if (!shared.ok()) return kStateUnavailable;
+    std::int64_t start = projected_time(shared.layout(), ctx->device, stream_earliest(stream));
     std::int64_t now = now_ns();
-    stream_push(stream, (start > now ? start : now) + migration_ns);
+    stream_push(stream, Ready{0, (start > now ? start : now) + migration_ns});
   }
   return CUDA_SUCCESS;
 }

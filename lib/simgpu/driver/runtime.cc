@@ -211,7 +211,8 @@ SIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 // Introspection for tests and gpushare-probe: not part of the CUDA API.
 
 /// Device totals from the state file: used and total bytes (all processes),
-/// kernel time ever reserved and kernels ever launched. Returns a CUresult.
+/// kernel time run so far (settled up to now) and kernels ever launched.
+/// Returns a CUresult.
 SIM_EXPORT int gpushare_sim_device_stats(int device, unsigned long long* used_bytes,
                                          unsigned long long* total_bytes,
                                          unsigned long long* busy_ns, unsigned long long* kernels) {
@@ -221,10 +222,11 @@ SIM_EXPORT int gpushare_sim_device_stats(int device, unsigned long long* used_by
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
   const DeviceState& state = shared.layout()->devices[physical];
+  const SchedModel* model = settled_model(shared.layout(), physical);
   if (used_bytes != nullptr) *used_bytes = device_used(shared.layout(), physical);
   if (total_bytes != nullptr) *total_bytes = state.memory_bytes;
-  if (busy_ns != nullptr) *busy_ns = state.busy_ns;
-  if (kernels != nullptr) *kernels = state.kernels;
+  if (busy_ns != nullptr) *busy_ns = model->busy_total_ns;
+  if (kernels != nullptr) *kernels = model->kernels;
   return CUDA_SUCCESS;
 }
 

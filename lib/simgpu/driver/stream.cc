@@ -1,16 +1,17 @@
-// Streams and events on the simulated timeline.
+// Streams and events on the simulated device.
 //
-// A stream only knows when its last work completes (ready_ns): kernels are
-// reserved on the device's timeline at launch (launch.cc), so completion
-// times are known at once, and a query or synchronisation compares them
-// with CLOCK_MONOTONIC. The legacy default stream follows the CUDA rules:
-// its work waits for all blocking streams of the context, and their work
-// waits for it; non-blocking streams wait for nothing. The per-thread
-// default stream (CU_STREAM_PER_THREAD, or 0 in a _ptsz/_ptds call) is an
-// ordinary blocking stream, one per thread and context.
+// A stream only knows what its last work is (a Ready mark: its last
+// kernel on the device's scheduler model, and a time for work off the
+// model); queries and synchronisation ask the model (timeline.cc). The
+// legacy default stream follows the CUDA rules: its work waits for all
+// blocking streams of the context, and their work waits for it;
+// non-blocking streams wait for nothing. The per-thread default stream
+// (CU_STREAM_PER_THREAD, or 0 in a _ptsz/_ptds call) is an ordinary
+// blocking stream, one per thread and context.
 //
-// An event records when the GPU would reach it: the completion of the work
-// before it on its stream, or the moment of the record when that is done.
+// An event records what the GPU must finish to reach it: the work before it
+// on its stream, and the moment of the record. Its time is the later of
+// that moment and the end of that work, once the model has settled it.
 #include "simgpu/driver/internal.h"
 
 using namespace gpushare::simgpu;
@@ -25,8 +26,6 @@ struct PerThreadStream {
 };
 constexpr int kPerThreadSlots = 16;
 thread_local PerThreadStream t_streams[kPerThreadSlots];
-
-std::int64_t max64(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
 
 bool is_blocking(const Stream* stream) {
   return stream->kind == StreamKind::kPerThread ||
@@ -89,20 +88,24 @@ CUresult stream_query(CUstream handle, bool per_thread) {
   if (CUresult status = stream_for_call(handle, per_thread, &stream); status != CUDA_SUCCESS) {
     return status;
   }
-  return now_ns() >= stream->ready_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  CUresult status = CUDA_SUCCESS;
+  if (ready_now(stream->ctx->device, stream->ready, &status)) return CUDA_SUCCESS;
+  return status != CUDA_SUCCESS ? status : CUDA_ERROR_NOT_READY;
 }
 
 CUresult stream_synchronize(CUstream handle, bool per_thread) {
-  std::int64_t until;
+  Ready until;
+  int device;
   {
     LocalLock lock;
     Stream* stream = nullptr;
     if (CUresult status = stream_for_call(handle, per_thread, &stream); status != CUDA_SUCCESS) {
       return status;
     }
-    until = stream->ready_ns;
+    until = stream->ready;
+    device = stream->ctx->device;
   }
-  sleep_until(until);
+  if (CUresult status = wait_ready(device, until); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   trim_pools_at_sync();
   return CUDA_SUCCESS;
@@ -118,7 +121,16 @@ CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (flags != 0 && flags != CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   // Waiting on a never-recorded event is a no-op, as in CUDA.
-  if (event->recorded) stream_push(stream, event->time_ns);
+  if (!event->recorded) return CUDA_SUCCESS;
+  if (event->device == stream->ctx->device) {
+    stream_push(stream, event->mark);  // this process's kernels on one model
+    return CUDA_SUCCESS;
+  }
+  // Another device's model: wait for its projected end (a later launch
+  // there may still push the work back; the wait does not follow).
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  stream_push(stream, Ready{0, projected_time(shared.layout(), event->device, event->mark)});
   return CUDA_SUCCESS;
 }
 
@@ -131,7 +143,8 @@ CUresult event_record(CUevent event_handle, CUstream handle, bool per_thread) {
   Event* event = lookup_event(event_handle);
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (event->ctx != stream->ctx) return CUDA_ERROR_INVALID_HANDLE;
-  event->time_ns = max64(now_ns(), stream_earliest(stream));
+  event->mark = later(stream_earliest(stream), Ready{0, now_ns()});
+  event->device = stream->ctx->device;
   event->recorded = true;
   return CUDA_SUCCESS;
 }
@@ -140,7 +153,8 @@ CUresult add_host_callback(CUstream handle, bool per_thread, CUstreamCallback ca
                            CUhostFn host_fn, void* user_data) {
   // The callback runs in the calling thread once the stream's earlier work
   // is done: ordered as in CUDA, though the caller waits for it.
-  std::int64_t until;
+  Ready until;
+  int device;
   {
     LocalLock lock;
     Stream* stream = nullptr;
@@ -148,8 +162,9 @@ CUresult add_host_callback(CUstream handle, bool per_thread, CUstreamCallback ca
       return status;
     }
     until = stream_earliest(stream);
+    device = stream->ctx->device;
   }
-  sleep_until(until);
+  if (CUresult status = wait_ready(device, until); status != CUDA_SUCCESS) return status;
   if (call != nullptr) call(handle, CUDA_SUCCESS, user_data);
   if (host_fn != nullptr) host_fn(user_data);
   return CUDA_SUCCESS;
@@ -168,7 +183,7 @@ Stream* create_stream(Context* ctx, StreamKind kind, unsigned flags, int priorit
   stream->flags = flags;
   stream->priority = priority;
   stream->id = ++d.next_id;
-  stream->ready_ns = 0;
+  stream->ready = Ready{0, 0};
   stream->pending = nullptr;
   stream->pending_next = 0;
   stream->magic = kStreamMagic;
@@ -200,18 +215,18 @@ CUresult resolve_stream(Context* ctx, CUstream handle, bool per_thread, Stream**
   return *result != nullptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-std::int64_t stream_earliest(const Stream* stream) {
+Ready stream_earliest(const Stream* stream) {
   const Context* ctx = stream->ctx;
-  if (stream->kind == StreamKind::kLegacy) return max64(stream->ready_ns, ctx->blocking_ready_ns);
-  if (is_blocking(stream)) return max64(stream->ready_ns, ctx->legacy->ready_ns);
-  return stream->ready_ns;
+  if (stream->kind == StreamKind::kLegacy) return later(stream->ready, ctx->blocking_ready);
+  if (is_blocking(stream)) return later(stream->ready, ctx->legacy->ready);
+  return stream->ready;
 }
 
-void stream_push(Stream* stream, std::int64_t end_ns) {
-  stream->ready_ns = max64(stream->ready_ns, end_ns);
+void stream_push(Stream* stream, Ready ready) {
+  stream->ready = later(stream->ready, ready);
   Context* ctx = stream->ctx;
-  ctx->all_ready_ns = max64(ctx->all_ready_ns, end_ns);
-  if (is_blocking(stream)) ctx->blocking_ready_ns = max64(ctx->blocking_ready_ns, end_ns);
+  ctx->all_ready = later(ctx->all_ready, ready);
+  if (is_blocking(stream)) ctx->blocking_ready = later(ctx->blocking_ready, ready);
 }
 
 void release_context_streams(Context* ctx) {
@@ -383,19 +398,25 @@ SIM_EXPORT CUresult cuEventQuery(CUevent handle) {
   Event* event = lookup_event(handle);
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (!event->recorded) return CUDA_SUCCESS;
-  return now_ns() >= event->time_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  CUresult status = CUDA_SUCCESS;
+  if (ready_now(event->device, event->mark, &status)) return CUDA_SUCCESS;
+  return status != CUDA_SUCCESS ? status : CUDA_ERROR_NOT_READY;
 }
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent handle) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
-  std::int64_t until = 0;
+  Ready until{0, 0};
+  int device = 0;
   {
     LocalLock lock;
     Event* event = lookup_event(handle);
     if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (event->recorded) until = event->time_ns;
+    if (event->recorded) {
+      until = event->mark;
+      device = event->device;
+    }
   }
-  sleep_until(until);
+  if (CUresult status = wait_ready(device, until); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   trim_pools_at_sync();
   return CUDA_SUCCESS;
@@ -413,9 +434,14 @@ static CUresult event_elapsed(float* milliseconds, CUevent start_handle, CUevent
     return CUDA_ERROR_INVALID_HANDLE;
   }
   if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult status = CUDA_SUCCESS;
   std::int64_t now = now_ns();
-  if (now < start->time_ns || now < end->time_ns) return CUDA_ERROR_NOT_READY;
-  *milliseconds = static_cast<float>(static_cast<double>(end->time_ns - start->time_ns) / 1e6);
+  std::int64_t start_ns = ready_time(start->device, start->mark, &status);
+  if (status != CUDA_SUCCESS) return status;
+  std::int64_t end_ns = ready_time(end->device, end->mark, &status);
+  if (status != CUDA_SUCCESS) return status;
+  if (start_ns < 0 || end_ns < 0 || now < start_ns || now < end_ns) return CUDA_ERROR_NOT_READY;
+  *milliseconds = static_cast<float>(static_cast<double>(end_ns - start_ns) / 1e6);
   return CUDA_SUCCESS;
 }
 

@@ -52,9 +52,10 @@ nvmlReturn_t copy_string(const char* value, char* out, unsigned length);
 bool lock_state();
 inline void unlock_state() { g_nvml.state.unlock(); }
 
-/// Device busy share in percent (rounded) of [from_ns, to_ns), only
-/// `pid`'s kernels when pid is not 0. Requires the lock.
-unsigned busy_percent(int device, std::int64_t from_ns, std::int64_t to_ns, std::int32_t pid);
+/// Device busy share in percent (rounded) of [from_ns, to_ns): only process
+/// slot `slot`'s kernels, or all when slot is -1. Requires the state lock
+/// (it settles the scheduler model up to now).
+unsigned busy_percent(int device, std::int64_t from_ns, std::int64_t to_ns, int slot);
 
 /// CLOCK_REALTIME in microseconds: NVML's sample timestamps.
 unsigned long long realtime_us();

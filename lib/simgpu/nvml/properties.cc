@@ -196,7 +196,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(void* handle, unsigned int* mil
   if (milliwatts == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (!lock_state()) return NVML_ERROR_UNKNOWN;
   std::int64_t now = monotonic_ns();
-  unsigned percent = busy_percent(device, now - g_nvml.config.util_window_ns, now, 0);
+  unsigned percent = busy_percent(device, now - g_nvml.config.util_window_ns, now, -1);
   unlock_state();
   *milliwatts = kIdlePowerMw + (kPowerLimitMw - kIdlePowerMw) * percent / 100;
   return NVML_SUCCESS;

@@ -1,6 +1,7 @@
 // Utilisation as NVML reports it, computed from the simulated device's
-// timeline: the ring of recent busy intervals in the state file, each
-// tagged with the pid that launched its kernels.
+// scheduler model (timeslice.h), settled up to the query: its ring of
+// recent busy intervals, each tagged with the scheduling context (process
+// slot) that ran.
 //
 //   - nvmlDeviceGetUtilizationRates: the busy share of the last
 //     GPUSHARE_SIM_UTIL_WINDOW_MS (what a real GPU's "percent of time over
@@ -26,9 +27,10 @@ using namespace gpushare::simgpu::nvml;
 
 namespace gpushare::simgpu::nvml {
 
-unsigned busy_percent(int device, std::int64_t from_ns, std::int64_t to_ns, std::int32_t pid) {
+unsigned busy_percent(int device, std::int64_t from_ns, std::int64_t to_ns, int slot) {
   if (to_ns <= from_ns) return 0;
-  std::uint64_t busy = busy_ns_between(g_nvml.state.layout()->devices[device], from_ns, to_ns, pid);
+  const SchedModel* model = settled_model(g_nvml.state.layout(), device);
+  auto busy = static_cast<std::uint64_t>(sched_busy_between(*model, from_ns, to_ns, slot));
   std::uint64_t span = static_cast<std::uint64_t>(to_ns - from_ns);
   std::uint64_t percent = (busy * 100 + span / 2) / span;
   return static_cast<unsigned>(percent > 100 ? 100 : percent);
@@ -110,7 +112,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(void* handle,
   if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (!lock_state()) return NVML_ERROR_UNKNOWN;
   std::int64_t now = monotonic_ns();
-  utilization->gpu = busy_percent(device, now - g_nvml.config.util_window_ns, now, 0);
+  utilization->gpu = busy_percent(device, now - g_nvml.config.util_window_ns, now, -1);
   unlock_state();
   utilization->memory = 0;  // no memory traffic is simulated
   return NVML_SUCCESS;
@@ -146,19 +148,18 @@ template <class Write>
 nvmlReturn_t process_samples(int device, unsigned long long last_seen_us, bool samples_wanted,
                              unsigned* count, Write write) {
   if (!lock_state()) return NVML_ERROR_UNKNOWN;
-  const StateLayout* layout = g_nvml.state.layout();
+  StateLayout* layout = g_nvml.state.layout();
   Window window = window_since(last_seen_us);
+  const SchedModel* model = settled_model(layout, device);
   unsigned found = 0;
   for (int i = 0; i < kMaxProcesses; ++i) {
     const ProcessSlot& slot = layout->processes[i];
     if (slot.pid == 0) continue;
     // As documented: only processes with some utilisation in the period.
-    if (busy_ns_between(layout->devices[device], window.from_ns, window.now_ns, slot.pid) == 0) {
-      continue;
-    }
+    if (sched_busy_between(*model, window.from_ns, window.now_ns, i) == 0) continue;
     if (samples_wanted && found < *count) {
       write(found, static_cast<unsigned>(slot.pid),
-            busy_percent(device, window.from_ns, window.now_ns, slot.pid), window.now_us);
+            busy_percent(device, window.from_ns, window.now_ns, i), window.now_us);
     }
     ++found;
   }
@@ -237,7 +238,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetSamples(void* handle, int type,
     nvmlSample_t sample{};
     sample.timeStamp = stamp;
     sample.sampleValue.uiVal = type == NVML_GPU_UTILIZATION_SAMPLES
-                                   ? busy_percent(device, to_ns - kSamplePeriodUs * 1000, to_ns, 0)
+                                   ? busy_percent(device, to_ns - kSamplePeriodUs * 1000, to_ns, -1)
                                    : 0;
     samples[written++] = sample;
   }

@@ -1,0 +1,82 @@
+// Waiting for work on the shared scheduler model.
+//
+// A kernel's end is not known when it is launched: the device's model
+// (timeslice.h) settles it as time passes, and another process's later
+// launch can still push it back. So a stream or event remembers the
+// sequence number of its last kernel (a Ready mark), and every question
+// about completion goes to the model under the state lock:
+//   - a query settles the model up to now and asks whether the kernel has
+//     finished;
+//   - a synchronising caller asks when the kernel would end if nothing
+//     more were launched (a projection on a copy of the model), sleeps
+//     until then without holding any lock, and asks again; it returns once
+//     the settled model says the work is done. It never spins: each round
+//     sleeps until a time the model computed, which is later than now.
+// The copy a projection needs is large, so there is one per process, used
+// only while holding the state lock (which serialises its users).
+#include "simgpu/driver/internal.h"
+
+namespace gpushare::simgpu::driver {
+namespace {
+
+SchedModel g_scratch;
+
+std::int64_t max64(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
+
+// The end of settled work (-1 while unfinished) on a model settled to now.
+std::int64_t settled_end(const SchedModel& model, Ready ready) {
+  if (!sched_finished(model, sim().slot, ready.seq)) return -1;
+  std::int64_t end = ready.seq == 0 ? 0 : sched_end(model, ready.seq);
+  // 0: finished so long ago that its end is no longer kept (or dropped).
+  return max64(end < 0 ? 0 : end, ready.floor_ns);
+}
+
+}  // namespace
+
+SchedModel& scheduler_scratch() { return g_scratch; }
+
+bool ready_now(int device, Ready ready, CUresult* status) {
+  std::int64_t end = ready_time(device, ready, status);
+  return end >= 0 && end <= now_ns();
+}
+
+std::int64_t ready_time(int device, Ready ready, CUresult* status) {
+  *status = CUDA_SUCCESS;
+  if (ready.seq == 0) return ready.floor_ns;
+  SharedLock shared;
+  if (!shared.ok()) {
+    *status = kStateUnavailable;
+    return -1;
+  }
+  return settled_end(*settled_model(shared.layout(), device), ready);
+}
+
+std::int64_t projected_time(StateLayout* layout, int device, Ready ready) {
+  SchedModel* model = settled_model(layout, device);
+  std::int64_t end = settled_end(*model, ready);
+  if (end >= 0) return end;
+  end = sched_projected_end(*model, ready.seq, &g_scratch);
+  return max64(end < 0 ? now_ns() : end, ready.floor_ns);
+}
+
+CUresult wait_ready(int device, Ready ready) {
+  while (true) {
+    std::int64_t until;
+    bool done;
+    if (ready.seq == 0) {
+      until = ready.floor_ns;
+      done = true;
+    } else {
+      SharedLock shared;
+      if (!shared.ok()) return kStateUnavailable;
+      SchedModel* model = settled_model(shared.layout(), device);
+      std::int64_t end = settled_end(*model, ready);
+      done = end >= 0;
+      until = done ? end : projected_time(shared.layout(), device, ready);
+    }
+    if (until > now_ns()) sleep_until(until);
+    if (done) return CUDA_SUCCESS;
+  }
+}
+
+}  // namespace gpushare::simgpu::driver
