@@ -10,6 +10,8 @@
 //   init | version | devices             cuInit, cuDriverGetVersion, device count
 //   ctx[:DEV] | ctx-create[:DEV]         primary context made current | cuCtxCreate
 //   ctx-destroy | ctx-release[:DEV]      destroy the created context | release primary
+//   ctx-reset[:DEV]                      cuDevicePrimaryCtxReset: the primary context
+//                                        and everything allocated in it are gone
 //   ctx-unset                            cuCtxSetCurrent(NULL): no current context
 //   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
 //   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
@@ -400,6 +402,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
   } else if (name == "ctx-release") {
     if (!number_arg(1, 0, &a)) return false;
     *result = api.cuDevicePrimaryCtxRelease_v2(static_cast<CUdevice>(a));
+  } else if (name == "ctx-reset") {
+    if (!number_arg(1, 0, &a)) return false;
+    *result = api.cuDevicePrimaryCtxReset_v2(static_cast<CUdevice>(a));
   } else if (name == "info") {
     std::size_t free_bytes = 0, total_bytes = 0;
     *result = api.cuMemGetInfo_v2(&free_bytes, &total_bytes);
