@@ -35,7 +35,10 @@ expect_exit 0 gpushare-ctl watch --interval 10ms --count 2 --format table
 [ "$(grep -c '^ID ' "$scratch/out")" -eq 2 ] || fail "expected two table headers"
 
 expect_exit 2 gpushare-ctl watch --interval 0s
+expect_grep "^gpushare-ctl: error: --interval: must be above 0$" "$scratch/err"
+[ ! -s "$scratch/out" ] || fail "a refused watch printed records"
 expect_exit 2 gpushare-ctl watch --interval soon
+expect_grep "^gpushare-ctl: error: --interval: invalid duration 'soon'" "$scratch/err"
 
 # The coordinator going away ends a watch with status 1.
 gpushare-ctl watch --interval 20ms >/dev/null 2>"$scratch/watch-err" &
