@@ -16,9 +16,12 @@ execute_process(COMMAND ${UNIT_TESTS} --list-test-names-only
 if(NOT listed_status MATCHES "^[0-9]+$")
   message(FATAL_ERROR "unit-discovery: ${UNIT_TESTS} --list-test-names-only: ${listed_status}")
 endif()
-# Count lines by hand: a ';' inside a name must not split it here too.
-string(REGEX MATCHALL "[^\n]+" catch_names "${listed}")
-list(LENGTH catch_names catch_count)
+# Count the lines by their newlines: a CMake list would split a name at
+# ';' here too, and hide the fault this checks for.
+string(REGEX REPLACE "\n+" "\n" listed "${listed}")
+string(REGEX REPLACE "^\n" "" listed "${listed}")
+string(REGEX REPLACE "[^\n]" "" newlines "${listed}")
+string(LENGTH "${newlines}" catch_count)
 
 execute_process(COMMAND ${CTEST} --test-dir ${BUILD_DIR} --show-only=json-v1
                 OUTPUT_VARIABLE json RESULT_VARIABLE json_status)
