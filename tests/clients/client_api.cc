@@ -14,8 +14,9 @@ namespace {
 #define CLIENT_ENTRIES(X)                                                                          \
   X(cuInit)                                                                                        \
   X(cuDriverGetVersion)                                                                            \
-  X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute)                \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxCreate_v4) X(             \
+  X(cuDeviceGet)                                                                                   \
+  X(cuDeviceGetCount) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)   \
+      X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxCreate_v4) X(           \
           cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo_v2)               \
           X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged) X(           \
               cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) X(cuMemAllocAsync) X(cuMemFreeAsync)        \

@@ -23,6 +23,7 @@ struct Api {
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
+  CUresult (*cuDevicePrimaryCtxReset_v2)(CUdevice);
   CUresult (*cuCtxCreate_v4)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice);
   CUresult (*cuCtxDestroy_v2)(CUcontext);
   CUresult (*cuCtxSetCurrent)(CUcontext);

@@ -10,6 +10,8 @@
 //   init | version | devices             cuInit, cuDriverGetVersion, device count
 //   ctx[:DEV] | ctx-create[:DEV]         primary context made current | cuCtxCreate
 //   ctx-destroy | ctx-release[:DEV]      destroy the created context | release primary
+//   ctx-reset[:DEV]                      cuDevicePrimaryCtxReset: the primary context
+//                                        and everything allocated in it are gone
 //   ctx-unset                            cuCtxSetCurrent(NULL): no current context
 //   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
 //   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
@@ -25,8 +27,10 @@
 //                                        the priority it got
 //   kernel:spin|library|text:NAME:US     what launches run: gpushare_spin from a module
 //                                        or a library, or NAME of a text module
+//   kernel:ptx:NAME                      NAME, an empty PTX kernel (no duration of its own)
 //   launch-mode:plain|ex|coop            cuLaunchKernel, cuLaunchKernelEx, cooperative
-//   launch:COUNT:US                      COUNT gpushare_spin kernels of US microseconds
+//   launch:COUNT:US                      COUNT gpushare_spin kernels of US microseconds;
+//                                        reports wall_ms (launches wait on a full stream)
 //   timed:COUNT:US                       ... each followed by a stream sync; reports wall_ms
 //   events:US[:LEAD_US]                  elapsed time of one kernel between two events;
 //                                        after a LEAD_US kernel, everything is queued
@@ -177,8 +181,12 @@ CUresult choose_kernel(Client& client, const std::vector<std::string>& args) {
     if (status == CUDA_SUCCESS) client.function = reinterpret_cast<CUfunction>(kernel);
     return status;
   }
-  // The simulator's own text module format.
-  std::string image = "gpushare-sim-module 1\nkernel " + args[2] + " " + args[3] + "\n";
+  // PTX whose kernel takes no duration parameter, or the simulator's own
+  // text module format.
+  std::string image = args[1] == "ptx"
+                          ? ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry " +
+                                args[2] + "()\n{\n\tret;\n}\n"
+                          : "gpushare-sim-module 1\nkernel " + args[2] + " " + args[3] + "\n";
   CUmodule module = nullptr;
   CUresult status = api.cuModuleLoadData(&module, image.c_str());
   if (status == CUDA_SUCCESS)
@@ -400,6 +408,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
   } else if (name == "ctx-release") {
     if (!number_arg(1, 0, &a)) return false;
     *result = api.cuDevicePrimaryCtxRelease_v2(static_cast<CUdevice>(a));
+  } else if (name == "ctx-reset") {
+    if (!number_arg(1, 0, &a)) return false;
+    *result = api.cuDevicePrimaryCtxReset_v2(static_cast<CUdevice>(a));
   } else if (name == "info") {
     std::size_t free_bytes = 0, total_bytes = 0;
     *result = api.cuMemGetInfo_v2(&free_bytes, &total_bytes);
@@ -480,7 +491,8 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     field_raw(client, "priority", std::to_string(actual));
   } else if (name == "kernel") {
     if (args.size() < 2 ||
-        (args[1] != "spin" && args[1] != "library" && (args[1] != "text" || args.size() != 4))) {
+        (args[1] != "spin" && args[1] != "library" && (args[1] != "text" || args.size() != 4) &&
+         (args[1] != "ptx" || args.size() != 3))) {
       return false;
     }
     *result = choose_kernel(client, args);
@@ -513,7 +525,7 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     }
     field(client, "kernels", a);
     field(client, "kernel_us", b);
-    if (name == "timed") field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
   } else if (name == "events") {
     if (!number_arg(1, 1000, &a) || !number_arg(2, 0, &b)) return false;
     CUevent start = nullptr, end = nullptr;

@@ -14,11 +14,17 @@ start_job eval GPUSHARE_JOB=eval GPUSHARE_MEM_LIMIT=25% \
 job_say train status | jq -e '.registered and .job_id == 1' >/dev/null
 job_say eval status | jq -e '.registered and .job_id == 2 and .mem_limit_bytes == 2147483648' >/dev/null
 
+# The golden files were written as root: whoever runs the test, its jobs
+# carry its own uid, checked here and then written as 0 for the comparison.
+uid=$(id -u)
 expect_exit 0 gpushare-ctl ls
-jq -se --argjson pid "${job_pid[train]}" 'map(select(.id == 1))[0] | .pid == $pid and .uid == 0' \
+jq -se --argjson pid "${job_pid[train]}" --argjson uid "$uid" \
+  'map(select(.id == 1))[0] | .pid == $pid and .uid == $uid' \
   "$scratch/out" >/dev/null || fail "job 1 does not carry its own pid and uid"
+jq -se --argjson uid "$uid" 'all(.[]; .uid == $uid)' "$scratch/out" >/dev/null ||
+  fail "a job does not carry the test's uid $uid"
 # Everything but the pid is fixed by the test: compare it whole.
-jq -c 'del(.pid)' "$scratch/out" >"$scratch/ls"
+jq -c 'del(.pid) | .uid = 0' "$scratch/out" >"$scratch/ls"
 expect_golden ctl/ls.jsonl "$scratch/ls"
 
 expect_exit 0 gpushare-ctl ls --format table
@@ -26,8 +32,8 @@ expect_exit 0 gpushare-ctl ls --format table
 [ "$(awk '{ print index($0, $NF) }' "$scratch/out" | sort -u | wc -l)" -eq 1 ] ||
   fail "table columns are not aligned"
 # Pids vary in width: compare the table with spaces squeezed and pids masked.
-sed -E 's/ +/ /g; s/^([0-9]+ [a-z]+ )[0-9]+/\1PID/' "$scratch/out" >"$scratch/table"
+sed -E "s/ +/ /g; s/^([0-9]+ [a-z]+ )[0-9]+ $uid /\\1PID 0 /" "$scratch/out" >"$scratch/table"
 expect_golden ctl/ls.table "$scratch/table"
 
-expect_grep "job 1 'train' registered: pid ${job_pid[train]}, uid 0, opportunistic, limit 4GiB" \
+expect_grep "job 1 'train' registered: pid ${job_pid[train]}, uid $uid, opportunistic, limit 4GiB" \
   "$scratch/coordinator.log"

@@ -17,20 +17,28 @@ jq -se '[.[].kind] == ["sample","job","job","sample","job","job","sample","job",
         all(.[] | select(.kind == "sample"); .jobs == 2 and .version == 1)' "$scratch/out" >/dev/null ||
   fail "unexpected watch output: $(cat "$scratch/out")"
 
-# Interrupted: status 0, and the samples it printed.
-gpushare-ctl watch --interval 50ms >"$scratch/stream" &
-watcher=$!
-wait_for "two samples" 5 sh -c "[ \$(grep -c '\"kind\":\"sample\"' '$scratch/stream') -ge 2 ]"
-kill -INT "$watcher"
-status=0
-wait "$watcher" || status=$?
-[ "$status" -eq 0 ] || fail "an interrupted watch exited $status"
+# Interrupted by SIGINT or SIGTERM: status 0, and the samples it printed,
+# each whole.
+for signal in INT TERM; do
+  gpushare-ctl watch --interval 50ms >"$scratch/stream" 2>"$scratch/stream-err" &
+  watcher=$!
+  wait_for "two samples" 5 sh -c "[ \$(grep -c '\"kind\":\"sample\"' '$scratch/stream') -ge 2 ]"
+  kill -"$signal" "$watcher"
+  status=0
+  wait "$watcher" || status=$?
+  [ "$status" -eq 0 ] || fail "a watch ended by SIG$signal exited $status: $(cat "$scratch/stream-err")"
+  jq -se 'length >= 2' "$scratch/stream" >/dev/null || fail "SIG$signal: the output is not whole JSON"
+  [ ! -s "$scratch/stream-err" ] || fail "SIG$signal: the watch wrote to stderr: $(cat "$scratch/stream-err")"
+done
 
 expect_exit 0 gpushare-ctl watch --interval 10ms --count 2 --format table
 [ "$(grep -c '^ID ' "$scratch/out")" -eq 2 ] || fail "expected two table headers"
 
 expect_exit 2 gpushare-ctl watch --interval 0s
+expect_grep "^gpushare-ctl: error: --interval: must be above 0$" "$scratch/err"
+[ ! -s "$scratch/out" ] || fail "a refused watch printed records"
 expect_exit 2 gpushare-ctl watch --interval soon
+expect_grep "^gpushare-ctl: error: --interval: invalid duration 'soon'" "$scratch/err"
 
 # The coordinator going away ends a watch with status 1.
 gpushare-ctl watch --interval 20ms >/dev/null 2>"$scratch/watch-err" &

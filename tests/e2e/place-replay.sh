@@ -30,6 +30,18 @@ expect_exit 0 gpushare-place replay -t "$trace" -c "$data/replay-16.toml" -p exc
 awk -F, '{ if ($11 * 2 - $10 > 1e-4 || $10 - $11 * 2 > 1e-4) exit 1 }' "$scratch/out" ||
   fail "--job-util 0.5: gpu_compute is not half of gpu_util: $(cat "$scratch/out")"
 
+# --window 1: exclusive is strict FIFO, no small job passes a large one, so
+# jobs wait longer on average than with the default window of 64.
+expect_exit 0 gpushare-place replay -t "$trace" -c "$data/replay-16.toml" -p exclusive -f json \
+  --window 1
+fifo_wait=$(jq -r .avg_wait_s "$scratch/out")
+window_wait=$(sed -n 2p "$scratch/tiresias-16.csv" | cut -d, -f6)
+awk -v f="$fifo_wait" -v w="$window_wait" 'BEGIN { exit !(f > w) }' ||
+  fail "--window 1: average wait $fifo_wait s is not above the default window's $window_wait s"
+# frag_gpus measures something on this trace (its median request is larger
+# than one GPU): free GPUs that the median request cannot use.
+jq -e '.frag_gpus > 0' "$scratch/out" >/dev/null || fail "frag_gpus is 0: $(cat "$scratch/out")"
+
 # --model: a heavier interference model slows the packing policy.
 expect_exit 0 gpushare-place replay -t "$trace" -c "$data/replay-16.toml" -p gandiva \
   --model "$data/interference.txt"

@@ -15,8 +15,9 @@ usage_error() {  # PATTERN ARGS...
 unset GPUSHARE_CLUSTER
 usage_error "no cluster file: give --cluster FILE or set GPUSHARE_CLUSTER"
 usage_error "--explain needs --format json" -c "$data/cluster.toml" --explain -f slurm
-usage_error ".*--format.*" -c "$data/cluster.toml" --format yaml
-usage_error ".*" -c "$data/cluster.toml" extra-argument
+usage_error "--format: yaml not in \{json,slurm,env\}$" -c "$data/cluster.toml" --format yaml
+usage_error "The following argument was not expected: extra-argument$" -c "$data/cluster.toml" \
+  extra-argument
 
 # --help names every option.
 gpushare-place --help >"$scratch/help"

@@ -12,4 +12,8 @@ for mode in memory interference; do
   [ ! -s "$scratch/out" ] || fail "$mode wrote to stdout"
 done
 expect_exit 2 gpushare-probe
+expect_grep "^gpushare-probe: error: A subcommand is required$" "$scratch/err"
+expect_grep "^Try 'gpushare-probe --help' for more information\.$" "$scratch/err"
 expect_exit 2 gpushare-probe device extra
+expect_grep "^gpushare-probe: error: The following argument was not expected: extra$" "$scratch/err"
+[ ! -s "$scratch/out" ] || fail "a usage error wrote to stdout"

@@ -5,19 +5,25 @@
 . "$(dirname "$0")/common.inc"
 
 expect_exit 125 gpushare-run                        # no command at all
-expect_grep "^gpushare-run: error: " "$scratch/err"
+expect_grep "^gpushare-run: error: command is required$" "$scratch/err"
+expect_grep "^Try 'gpushare-run --help' for more information\.$" "$scratch/err"
 expect_exit 125 gpushare-run --no-such-option true  # unknown option before the command
+expect_grep "^gpushare-run: error: .*--no-such-option" "$scratch/err"
 expect_exit 125 gpushare-run --mem-limit 8XB true   # invalid value, named
-expect_grep "'8XB'" "$scratch/err"
+expect_grep "^gpushare-run: error: .*'8XB'" "$scratch/err"
 expect_exit 125 gpushare-run --production --opportunistic true
+expect_grep "^gpushare-run: error: --production excludes --opportunistic$" "$scratch/err"
 expect_exit 125 gpushare-run -p colour=red true
+expect_grep "^gpushare-run: error: unknown property 'colour'" "$scratch/err"
 expect_exit 0 gpushare-run true
+[ ! -s "$scratch/err" ] || fail "a successful run wrote to stderr: $(cat "$scratch/err")"
 expect_exit 1 gpushare-run false
 expect_exit 3 gpushare-run sh -c 'exit 3'
 printf '#!/bin/sh\nexit 0\n' >"$scratch/not-executable"
 expect_exit 126 gpushare-run "$scratch/not-executable"
 expect_grep "not-executable': Permission denied" "$scratch/err"
 expect_exit 126 gpushare-run "$scratch"                 # a directory
+expect_grep "^gpushare-run: error: .*$scratch'?: (Permission denied|Is a directory)" "$scratch/err"
 expect_exit 127 gpushare-run no-such-command-gpushare
 expect_grep "no-such-command-gpushare': No such file or directory" "$scratch/err"
 

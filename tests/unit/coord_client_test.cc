@@ -112,10 +112,10 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
     SetRequest set;
     set.job = std::to_string(job_id());
     set.mem_limit = "1GiB";
-    auto start = Clock::now();
+    // An order of events, not a time: the page is shared memory, so the
+    // new limit is what the job reads once set has answered.
     request(socket, set);
     CHECK(mem_limit(0) == 1 * GiB);
-    CHECK(Clock::now() - start < std::chrono::milliseconds(100));
   }
   SECTION("telemetry reaches ls") {
     g_counters.mem_used_bytes[0] = 3 * GiB;
@@ -134,11 +134,11 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
     request(socket, PauseRequest{"unit-job", true});
     CHECK(paused());
     auto waiter = std::async(std::launch::async, [] { wait_while_paused(); });
-    CHECK(waiter.wait_for(std::chrono::milliseconds(150)) == std::future_status::timeout);
-    auto start = Clock::now();
+    // Still waiting after longer than the 100 ms safety-net recheck.
+    CHECK(waiter.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);
     request(socket, PauseRequest{"unit-job", false});
-    CHECK(waiter.wait_for(std::chrono::seconds(1)) == std::future_status::ready);
-    CHECK(Clock::now() - start < std::chrono::milliseconds(100));
+    // Woken by resume (a futex wake); the bound is only a fault's.
+    CHECK(waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
     CHECK_FALSE(paused());
   }
   SECTION("stopping the client makes the coordinator forget the job") {
@@ -167,16 +167,18 @@ TEST_CASE("a job outlives its coordinator and re-registers with the next one", "
 
   server.reset();  // the coordinator dies
   // Nothing blocks on a dead coordinator: the paused launch goes on.
-  CHECK(waiter.wait_for(std::chrono::seconds(1)) == std::future_status::ready);
-  CHECK(eventually([] { return job_id() == 0; }, std::chrono::seconds(1)));
+  CHECK(waiter.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  CHECK(eventually([] { return job_id() == 0; }, std::chrono::seconds(5)));
   CHECK_FALSE(paused());
   CHECK(mem_limit(0) == 1 * GiB);  // the last limit holds
 
   auto start = Clock::now();
   server = std::make_unique<TestServer>(socket);
   REQUIRE(eventually([&] { return registrations() > before && job_id() != 0; },
-                     std::chrono::seconds(2)));
-  CHECK(Clock::now() - start < std::chrono::seconds(2));
+                     std::chrono::seconds(10)));
+  // Jobs look again every 0.1 to 0.5 s; a job that backed off as after a
+  // refusal (5 s) would miss this bound.
+  CHECK(Clock::now() - start < std::chrono::seconds(3));
   CHECK(job_id() == id);  // the same id, since it was free
   auto jobs = request(socket, ListRequest{});
   REQUIRE(jobs.size() == 1);
@@ -189,9 +191,12 @@ TEST_CASE("a job outlives its coordinator and re-registers with the next one", "
 TEST_CASE("without a coordinator the job starts at once on its own limits", "[coord][client]") {
   TempDir dir;
   std::string socket = dir.path + "/nobody.sock";
+  // No socket: the connection is refused at once and client_start returns
+  // without waiting for a coordinator (it would otherwise retry for
+  // ever). A margin far above a refused connect, below a wait that is one.
   auto start = Clock::now();
   client_start(identity(socket, 2 * GiB), &g_counters);
-  CHECK(Clock::now() - start < std::chrono::milliseconds(300));
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
   CHECK(job_id() == 0);
   CHECK(mem_limit(0) == 2 * GiB);
   CHECK_FALSE(paused());

@@ -122,7 +122,7 @@ TEST_CASE("connections beyond the limit are told the coordinator is busy", "[coo
   for (int fd : {held[1], held[2], again}) close(fd);
 }
 
-TEST_CASE("a connection that says nothing is dropped; one that asked stays", "[coord][server]") {
+TEST_CASE("a connection that says nothing is dropped and one that asked stays", "[coord][server]") {
   TempDir dir;
   ServerOptions options;
   options.socket_path = dir.path + "/s.sock";

@@ -39,7 +39,7 @@ TEST_CASE("a job with only an id takes the defaults", "[place][job]") {
   CHECK_FALSE(job.gpu_order);
 }
 
-TEST_CASE("every job field reads; unknown fields are ignored", "[place][job]") {
+TEST_CASE("every job field reads and unknown fields are ignored", "[place][job]") {
   Job job = job_of(R"({"kind":"job","id":42,"tenant":"t","gpus":4,"mem_bytes":1.6e10,
       "class":"production","util":0.5,"queued_s":30,"node_order":"spread",
       "gpu_order":"binpack","user":"ana","extra":{"x":[1]}})");

@@ -259,7 +259,7 @@ TEST_CASE("reservations count against the tenant's quota", "[place][reserve][quo
 
 // --- classes and quotas -----------------------------------------------------------------
 
-TEST_CASE("class: production within quota, refused over it; auto over quota is opportunistic",
+TEST_CASE("class: production within quota and refused over it but auto over quota is opportunistic",
           "[place][quota]") {
   Placer p = placer_of(node("n1") + gpu(0, production("old", "b")) + gpu(1) + gpu(2) + gpu(3) +
                        node("n2") + gpu(0) + gpu(1));
