@@ -89,6 +89,9 @@ Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trac
   s.waiting.assign(tenants.size(), 0);
   s.backlog_s.assign(tenants.size(), 0);
   s.backlog_gpu_s.assign(tenants.size(), 0);
+  s.tenant_gpu_s.assign(tenants.size(), 0);
+  s.tenant_names.resize(tenants.size());
+  for (const auto& [name, index] : tenants) s.tenant_names[static_cast<std::size_t>(index)] = name;
   return {};
 }
 
@@ -158,6 +161,7 @@ void advance(sim::Sim& s, Clock& clock, double next) {
     job.remaining_s = due ? 0 : job.remaining_s - job.rate * dt;
     auto t = static_cast<std::size_t>(job.tenant);
     s.work_gpu_s += job.gpus * job.rate * dt;
+    s.tenant_gpu_s[t] += job.gpus * job.rate * dt;
     if (s.waiting[t] > 0) s.backlog_gpu_s[t] += job.gpus * job.rate * dt;
     if (job.production) {
       job.prod_wall_s += dt;

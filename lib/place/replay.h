@@ -91,6 +91,15 @@ struct ReplayMetrics {
   std::int64_t migrations = 0;           ///< jobs moved to defragment
   std::int64_t jobs = 0;                 ///< jobs replayed
   std::vector<ReplayJobResult> results;  ///< per job, in trace order
+  /// Per tenant, by name: its share of all GPU-time delivered against its
+  /// share of the quotas, and while it had jobs waiting, the GPUs it
+  /// received on average / its quota (the term of `fairness`; -1 when it
+  /// never waited).
+  struct TenantShare {
+    std::string tenant;
+    double gpu_share = 0, quota_share = 0, backlog_ratio = -1;
+  };
+  std::vector<TenantShare> tenants;
 };
 
 /// An Error naming the first job that asks for more GPUs than the cluster

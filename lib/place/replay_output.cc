@@ -21,6 +21,29 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
+/// `text` as a JSON string. Tenant names come from the trace: quotes,
+/// backslashes and control characters are escaped, and bytes outside ASCII
+/// become U+FFFD so a malformed name cannot make the record invalid JSON.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", byte);
+      out += code;
+    } else if (byte >= 0x80) {
+      out += "\\ufffd";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 double mean(const std::vector<double>& values) {
   double sum = 0;
   for (double v : values) sum += v;
@@ -82,6 +105,19 @@ ReplayMetrics sim::summarise(const sim::Sim& s, double busy_gpu_s, double frag_g
     ++count;
   }
   m.fairness = squares > 0 ? sum * sum / (count * squares) : 1;
+  double quotas = 0;
+  for (std::int64_t q : s.quota) quotas += static_cast<double>(std::max<std::int64_t>(1, q));
+  for (std::size_t t = 0; t < s.tenant_gpu_s.size(); ++t) {
+    ReplayMetrics::TenantShare share;
+    share.tenant = s.tenant_names[t];
+    share.gpu_share = s.work_gpu_s > 0 ? s.tenant_gpu_s[t] / s.work_gpu_s : 0;
+    share.quota_share = static_cast<double>(std::max<std::int64_t>(1, s.quota[t])) / quotas;
+    if (s.backlog_s[t] > 0) {
+      share.backlog_ratio = s.backlog_gpu_s[t] / s.backlog_s[t] /
+                            static_cast<double>(std::max<std::int64_t>(1, s.quota[t]));
+    }
+    m.tenants.push_back(share);
+  }
   m.work_gpu_s = s.work_gpu_s;
   return m;
 }
@@ -137,7 +173,17 @@ std::string replay_json(const ReplayMetrics& m) {
   count("timesliced", m.timesliced);
   count("migrations", m.migrations);
   count("jobs", m.jobs);
-  return out + "}";
+  out += ",\"tenants\":[";
+  for (std::size_t t = 0; t < m.tenants.size(); ++t) {
+    const ReplayMetrics::TenantShare& share = m.tenants[t];
+    out += (t ? ",{" : "{") + std::string("\"tenant\":") + json_string(share.tenant);
+    out += ",\"gpu_share\":" + fixed(share.gpu_share, 6);
+    out += ",\"quota_share\":" + fixed(share.quota_share, 6);
+    out += ",\"backlog_ratio\":";
+    out += share.backlog_ratio < 0 ? "null" : fixed(share.backlog_ratio, 6);
+    out += "}";
+  }
+  return out + "]}";
 }
 
 std::string replay_plot_svg(const std::vector<ReplayMetrics>& runs) {

@@ -359,3 +359,37 @@ TEST_CASE("a Tiresias cluster spec becomes nodes of GPUs", "[place][replay][trac
   CHECK(bad.error().message ==
         "c.csv:2: 'num_node_p_switch' must be a whole number from 1 to 100000");
 }
+
+TEST_CASE("fairness and tenant shares worked out by hand for two tenants", "[place][replay]") {
+  // Two GPUs, quota 1 each. a holds both GPUs (A1, A2) from 0 to 100 and
+  // queues A3 at 1; b queues B1 at 2 and gets nothing until 100. While
+  // waiting, a received 2 GPUs against its quota of 1 (ratio 2) and b
+  // none (ratio 0): Jain's index (2 + 0)^2 / (2 * (4 + 0)) = 0.5.
+  std::vector<TraceJob> two = {job("A1", 1, 0, 100, "a"), job("A2", 1, 0, 100, "a"),
+                               job("A3", 1, 1, 10, "a"), job("B1", 1, 2, 10, "b")};
+  ReplayMetrics m = run(gpus_toml(1, 2), two, plain(ReplayPolicy::kYarnCs));
+  CHECK(m.fairness == Approx(0.5));
+  REQUIRE(m.tenants.size() == 2);
+  CHECK(m.tenants[0].tenant == "a");
+  CHECK(m.tenants[0].backlog_ratio == Approx(2));
+  CHECK(m.tenants[1].backlog_ratio == Approx(0));
+  // GPU-time over the run: a 210 GPU-s, b 10, against equal quotas.
+  CHECK(m.tenants[0].gpu_share == Approx(210.0 / 220.0));
+  CHECK(m.tenants[1].gpu_share == Approx(10.0 / 220.0));
+  CHECK(m.tenants[0].quota_share == Approx(0.5));
+  std::string record = replay_json(m);
+  CHECK(record.find(R"("tenants":[{"tenant":"a","gpu_share":0.954545,"quota_share":0.500000,)"
+                    R"("backlog_ratio":2.000000},{"tenant":"b",)") != std::string::npos);
+  // A tenant that never waited has no backlog ratio and leaves the index.
+  ReplayMetrics alone = run(gpus_toml(1, 2), {job("A1", 1, 0, 100, "a"), job("B1", 1, 0, 10, "b")},
+                            plain(ReplayPolicy::kYarnCs));
+  CHECK(alone.fairness == Approx(1));
+  CHECK(alone.tenants[0].backlog_ratio == -1);
+  CHECK(replay_json(alone).find(R"("backlog_ratio":null)") != std::string::npos);
+}
+
+TEST_CASE("a tenant name from the trace cannot break the JSON record", "[place][replay]") {
+  ReplayMetrics m = run(gpus_toml(1, 1), {job("A", 1, 0, 10, "q\"\\\x01\xff")},
+                        plain(ReplayPolicy::kYarnCs));
+  CHECK(replay_json(m).find(R"("tenant":"q\"\\\u0001\ufffd")") != std::string::npos);
+}
