@@ -88,6 +88,7 @@ void record_interval(SchedModel* m, int context, std::int64_t start, std::int64_
 
 void complete(SchedModel* m, int index, std::int64_t end) {
   m->done[m->done_next] = SchedDone{m->pending[index].seq, end};
+  --m->pending_of[m->pending[index].context];
   m->done_next = (m->done_next + 1) % kSchedDone;
   std::memmove(&m->pending[index], &m->pending[index + 1],
                (m->pending_count - static_cast<std::uint32_t>(index) - 1) * sizeof(SchedKernel));
@@ -195,7 +196,11 @@ std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
     }
     duration_ns = 0;
   }
-  if (model->pending_count >= static_cast<std::uint32_t>(kSchedPending)) return 0;
+  if (model->pending_count >= static_cast<std::uint32_t>(kSchedPending) ||
+      model->pending_of[context] >= static_cast<std::uint32_t>(kSchedContextPending)) {
+    return 0;
+  }
+  ++model->pending_of[context];
   ++model->next_seq;
   ++model->kernels;
   // A zero-length kernel behind others still waits its turn; give it the
@@ -212,6 +217,7 @@ void sched_drop(SchedModel* model, int context) {
     if (model->pending[i].context != context) model->pending[kept++] = model->pending[i];
   }
   model->pending_count = kept;
+  model->pending_of[context] = 0;
   model->busy_ns[context] = 0;
   for (SchedInterval& interval : model->intervals) {
     if (interval.context == context) interval.context = -1;
@@ -227,9 +233,14 @@ bool sched_valid(const SchedModel& model) {
       (model.policy != SchedPolicy::kTimeslice && model.policy != SchedPolicy::kFifo)) {
     return false;
   }
+  std::uint32_t count[kSchedContexts] = {};
   for (std::uint32_t i = 0; i < model.pending_count; ++i) {
     const SchedKernel& k = model.pending[i];
     if (k.context < 0 || k.context >= kSchedContexts || k.remaining_ns <= 0) return false;
+    ++count[k.context];
+  }
+  for (int c = 0; c < kSchedContexts; ++c) {
+    if (count[c] != model.pending_of[c]) return false;
   }
   return true;
 }
@@ -275,6 +286,13 @@ std::int64_t sched_next_completion(const SchedModel& model, SchedModel* scratch)
     sched_advance(scratch, scratch->now_ns + scratch->slice_ns + scratch->switch_ns);
   }
   return scratch->done[first].end_ns;
+}
+
+std::uint64_t sched_first_pending(const SchedModel& model, int context) {
+  for (std::uint32_t i = 0; i < model.pending_count; ++i) {
+    if (model.pending[i].context == context) return model.pending[i].seq;
+  }
+  return 0;
 }
 
 std::uint64_t sched_last_pending(const SchedModel& model, int context) {

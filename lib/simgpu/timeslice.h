@@ -41,8 +41,11 @@
 
 namespace gpushare::simgpu {
 
-inline constexpr int kSchedContexts = 128;    ///< contexts are numbered 0..127
-inline constexpr int kSchedPending = 2048;    ///< unfinished kernels, all contexts
+inline constexpr int kSchedContexts = 128;  ///< contexts are numbered 0..127
+inline constexpr int kSchedPending = 2048;  ///< unfinished kernels, all contexts
+/// Unfinished kernels of one context: each has its own queue on a real GPU,
+/// so one context's deep queue must not block another's launches.
+inline constexpr int kSchedContextPending = 512;
 inline constexpr int kSchedDone = 1024;       ///< ends of recent kernels kept
 inline constexpr int kSchedIntervals = 4096;  ///< busy stretches kept (for NVML)
 
@@ -83,9 +86,10 @@ struct SchedModel {
   std::uint32_t interval_next;
   std::uint32_t interval_count;
   std::uint64_t switches;
-  std::uint64_t kernels;                  ///< kernels ever launched
-  std::uint64_t busy_total_ns;            ///< kernel time run, ever, all contexts
-  std::uint64_t busy_ns[kSchedContexts];  ///< kernel time run by the context now numbered so
+  std::uint64_t kernels;                     ///< kernels ever launched
+  std::uint64_t busy_total_ns;               ///< kernel time run, ever, all contexts
+  std::uint64_t busy_ns[kSchedContexts];     ///< kernel time run by the context now numbered so
+  std::uint32_t pending_of[kSchedContexts];  ///< unfinished kernels per context
   SchedKernel pending[kSchedPending];
   SchedDone done[kSchedDone];
   SchedInterval intervals[kSchedIntervals];  ///< ring, oldest at interval_next
@@ -100,8 +104,9 @@ void sched_advance(SchedModel* model, std::int64_t to_ns);
 
 /// Queues a kernel of `duration_ns` for `context` at `now_ns` (settling up
 /// to then first) that may not start before `not_before_ns`. Returns its
-/// sequence number; 0 when the context number is out of range or
-/// kSchedPending kernels are unfinished (settle and retry).
+/// sequence number; 0 when the context number is out of range, or the
+/// context has kSchedContextPending kernels unfinished, or all contexts
+/// kSchedPending (settle and retry).
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
                            std::int64_t duration_ns, std::int64_t not_before_ns = 0);
 
@@ -131,6 +136,10 @@ std::int64_t sched_next_completion(const SchedModel& model, SchedModel* scratch)
 /// finished). Settles a copy; `scratch` receives it (the model is large, so
 /// the caller provides the room).
 std::int64_t sched_projected_end(const SchedModel& model, std::uint64_t seq, SchedModel* scratch);
+
+/// The first kernel `context` has unfinished (0 when none): the next of
+/// its kernels to finish.
+std::uint64_t sched_first_pending(const SchedModel& model, int context);
 
 /// The last kernel `context` has unfinished (0 when none): waiting for it
 /// is synchronising the context.

@@ -127,11 +127,28 @@ TEST_CASE("timeslice: a full queue and a bad context are refused, not overrun") 
   Model t;
   CHECK(sched_launch(t.m.get(), -1, 0, 5) == 0);
   CHECK(sched_launch(t.m.get(), kSchedContexts, 0, 5) == 0);
-  for (int i = 0; i < kSchedPending; ++i) REQUIRE(sched_launch(t.m.get(), i % 3, 0, 5) != 0);
-  CHECK(sched_launch(t.m.get(), 0, 0, 5) == 0);
-  sched_advance(t.m.get(), 5);  // the first kernel is done: room for one
-  CHECK(sched_launch(t.m.get(), 0, 5, 5) != 0);
+  constexpr int kFull = kSchedPending / kSchedContextPending;  // contexts that fill the device
+  for (int i = 0; i < kSchedPending; ++i) REQUIRE(sched_launch(t.m.get(), i % kFull, 0, 5) != 0);
+  CHECK(sched_launch(t.m.get(), kFull, 0, 5) == 0);  // the device is full
+  sched_advance(t.m.get(), 5);                       // the first kernel is done: room for one
+  CHECK(sched_launch(t.m.get(), kFull, 5, 5) != 0);
   CHECK(sched_end(*t.m, 1) == 5);
+  CHECK(sched_valid(*t.m));
+}
+
+TEST_CASE("timeslice: one context's deep queue leaves room for the others") {
+  Model t;
+  for (int i = 0; i < kSchedContextPending; ++i) REQUIRE(sched_launch(t.m.get(), 0, 0, 5) != 0);
+  CHECK(sched_launch(t.m.get(), 0, 0, 5) == 0);  // context 0's share is full
+  CHECK(t.m->pending_of[0] == static_cast<std::uint32_t>(kSchedContextPending));
+  CHECK(sched_first_pending(*t.m, 0) == 1);
+  CHECK(sched_launch(t.m.get(), 1, 0, 5) != 0);  // ... not the device
+  sched_advance(t.m.get(), 5);
+  CHECK(sched_first_pending(*t.m, 0) == 2);
+  CHECK(sched_launch(t.m.get(), 0, 5, 5) != 0);
+  sched_drop(t.m.get(), 0);
+  CHECK(t.m->pending_of[0] == 0);
+  CHECK(sched_valid(*t.m));
 }
 
 TEST_CASE("timeslice: an empty kernel ends with its context's work") {
@@ -216,5 +233,6 @@ TEST_CASE("timeslice: a model scribbled out of bounds is invalid") {
   SECTION("resident") { t.m->resident = kSchedContexts; }
   SECTION("a kernel's context") { t.m->pending[0].context = -2; }
   SECTION("policy") { t.m->policy = static_cast<SchedPolicy>(7); }
+  SECTION("a context's count of unfinished kernels") { t.m->pending_of[0] = 3; }
   CHECK_FALSE(sched_valid(*t.m));
 }

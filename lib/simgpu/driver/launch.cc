@@ -17,8 +17,9 @@
 // Back-pressure: a stream holds at most GPUSHARE_SIM_MAX_PENDING kernels
 // not yet complete; a further launch waits for the oldest, as a real
 // launch blocks when the push buffer is full. The model holds at most
-// kSchedPending unfinished kernels of all processes; a launch that finds it
-// full waits for the next to finish.
+// kSchedContextPending unfinished kernels of a process and kSchedPending of
+// all; a launch that finds its process's share full waits for its next
+// kernel to finish, one that finds the device's full for any kernel.
 #include "simgpu/driver/internal.h"
 
 using namespace gpushare::simgpu;
@@ -115,8 +116,12 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
   Ready after = stream_earliest(stream);
   std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration,
                                    after.floor_ns > model->now_ns ? after.floor_ns : 0);
-  if (seq == 0) {  // the model is full: wait for any kernel to finish
-    std::int64_t next = sched_next_completion(*model, &scheduler_scratch());
+  if (seq == 0) {  // a full queue: this process's (wait for its next end) or the device's
+    std::uint64_t own = sched_first_pending(*model, d.slot);
+    std::int64_t next =
+        model->pending_of[d.slot] >= static_cast<std::uint32_t>(kSchedContextPending)
+            ? projected_time(shared.layout(), ctx->device, Ready{own, 0})
+            : sched_next_completion(*model, &scheduler_scratch());
     *wait_until = next > 0 ? next : model->now_ns + model->slice_ns;
     return CUDA_SUCCESS;
   }
