@@ -165,16 +165,17 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view text) {
   return names;
 }
 
-Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const SlurmState& state) {
-  std::vector<std::string> notes;
-  auto sinfo = parse(state.sinfo_json, "sinfo --json", "nodes");
-  if (!sinfo) return sinfo.error();
-  auto squeue = parse(state.squeue_json, "squeue --json", "jobs");
-  if (!squeue) return squeue.error();
+namespace {
 
-  // Nodes: drop those Slurm does not report or will not schedule on.
+using Notes = std::vector<std::string>;
+/// Resident jobs by Slurm job id: a job holds an entry per GPU it is on.
+using PlacedJobs = std::map<std::string, std::vector<ResidentJob*>>;
+
+/// Keeps the cluster's nodes that Slurm reports and schedules on, emptied
+/// of jobs; notes the others, and Slurm's GPU nodes the file lacks.
+Status keep_slurm_nodes(Cluster* cluster, const json& sinfo, Notes* notes) {
   std::map<std::string, const json*> reported;
-  for (const json& node : (*sinfo)["nodes"]) {
+  for (const json& node : sinfo["nodes"]) {
     if (!node.is_object() || !node.contains("name") || !node["name"].is_string()) {
       return make_error("sinfo --json: a node without a name");
     }
@@ -184,13 +185,13 @@ Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const Slurm
   for (Node& node : cluster->nodes) {
     auto it = reported.find(node.name);
     if (it == reported.end()) {
-      notes.push_back("node " + node.name + ": not in Slurm: no job goes there");
+      notes->push_back("node " + node.name + ": not in Slurm: no job goes there");
       continue;
     }
     const json& info = *it->second;
     if (unschedulable(info)) {
-      notes.push_back("node " + node.name + ": Slurm state " + info.value("state", "?") +
-                      ": no job goes there");
+      notes->push_back("node " + node.name + ": Slurm state " + info.value("state", "?") +
+                       ": no job goes there");
       continue;
     }
     auto gpus = gpu_count(info.value("gres", std::string()));
@@ -216,17 +217,55 @@ Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const Slurm
     if (std::none_of(cluster->nodes.begin(), cluster->nodes.end(),
                      [&](const Node& n) { return n.name == name; }) &&
         !unschedulable(*info) && gpu_count(info->value("gres", std::string())).value_or(0) > 0) {
-      notes.push_back("node " + name + ": in Slurm, not in the cluster file: skipped");
+      notes->push_back("node " + name + ": in Slurm, not in the cluster file: skipped");
     }
   }
+  return {};
+}
+
+/// Puts job `id` on the GPUs one entry of its gres_detail names
+/// ("gpu:2(IDX:0-1)", "shard:1(IDX:0)"), on `node`.
+void place_gres(Node* node, const std::string& id, const std::string& gres_list,
+                const Request& request, const std::string& tenant, Notes* notes) {
+  for (const std::string& gres : split_top(gres_list)) {
+    std::string kind = gres.substr(0, gres.find(':'));
+    if (kind != "gpu" && kind != "shard") continue;
+    auto idx = gres.find("(IDX:");
+    auto end = gres.find(')', idx);
+    auto indices = idx == std::string::npos || end == std::string::npos
+                       ? std::nullopt
+                       : expand_ranges(std::string_view(gres).substr(idx + 5, end - idx - 5));
+    if (!indices) {
+      notes->push_back("job " + id + ": cannot read GPU indices in '" + gres + "': ignored");
+      continue;
+    }
+    JobClass job_class = request.job_class.value_or(kind == "gpu" ? JobClass::kProduction
+                                                                  : JobClass::kOpportunistic);
+    for (int index : *indices) {
+      auto gpu = std::find_if(node->gpus.begin(), node->gpus.end(),
+                              [&](const Gpu& g) { return g.index == index; });
+      if (gpu == node->gpus.end()) {
+        notes->push_back("job " + id + ": GPU " + std::to_string(index) + " of node " + node->name +
+                         " is not in the cluster file: ignored");
+        continue;
+      }
+      if (job_class == JobClass::kProduction && production_job(*gpu) != nullptr) {
+        notes->push_back("job " + id + ": GPU " + std::to_string(index) + " of node " + node->name +
+                         " has a production job already: counted opportunistic");
+        job_class = JobClass::kOpportunistic;
+      }
+      gpu->jobs.push_back(ResidentJob{id, job_class, tenant, request.mem_bytes});
+    }
+  }
+}
+
+/// Each running job of squeue on the GPUs its gres_detail names.
+Result<PlacedJobs> place_slurm_jobs(Cluster* cluster, const json& squeue, Notes* notes) {
   std::map<std::string, Node*> by_name;
   for (Node& node : cluster->nodes) by_name[node.name] = &node;
   std::set<std::string> tenants;
   for (const Tenant& t : cluster->tenants) tenants.insert(t.name);
-
-  // Jobs: each running job on the GPUs its gres_detail names.
-  std::map<std::string, std::vector<ResidentJob*>> placed;  // by id, for telemetry
-  for (const json& job : (*squeue)["jobs"]) {
+  for (const json& job : squeue["jobs"]) {
     std::string job_state = job.value("job_state", std::string());
     if (job_state != "RUNNING" && job_state != "SUSPENDED" && job_state != "COMPLETING") continue;
     if (!job.contains("job_id") || !job["job_id"].is_number_unsigned()) {
@@ -243,48 +282,26 @@ Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const Slurm
     for (std::size_t h = 0; h < hosts->size() && h < detail->size(); h++) {
       auto node = by_name.find((*hosts)[h]);
       if (node == by_name.end() || !(*detail)[h].is_string()) continue;
-      for (const std::string& gres : split_top((*detail)[h].get<std::string>())) {
-        std::string kind = gres.substr(0, gres.find(':'));
-        if (kind != "gpu" && kind != "shard") continue;
-        auto idx = gres.find("(IDX:");
-        auto end = gres.find(')', idx);
-        auto indices = idx == std::string::npos || end == std::string::npos
-                           ? std::nullopt
-                           : expand_ranges(std::string_view(gres).substr(idx + 5, end - idx - 5));
-        if (!indices) {
-          notes.push_back("job " + id + ": cannot read GPU indices in '" + gres + "': ignored");
-          continue;
-        }
-        JobClass job_class = request.job_class.value_or(kind == "gpu" ? JobClass::kProduction
-                                                                      : JobClass::kOpportunistic);
-        for (int index : *indices) {
-          auto gpu = std::find_if(node->second->gpus.begin(), node->second->gpus.end(),
-                                  [&](const Gpu& g) { return g.index == index; });
-          if (gpu == node->second->gpus.end()) {
-            notes.push_back("job " + id + ": GPU " + std::to_string(index) + " of node " +
-                            node->first + " is not in the cluster file: ignored");
-            continue;
-          }
-          if (job_class == JobClass::kProduction && production_job(*gpu) != nullptr) {
-            notes.push_back("job " + id + ": GPU " + std::to_string(index) + " of node " +
-                            node->first + " has a production job already: counted opportunistic");
-            job_class = JobClass::kOpportunistic;
-          }
-          gpu->jobs.push_back(ResidentJob{id, job_class, tenant, request.mem_bytes});
-        }
-      }
+      place_gres(node->second, id, (*detail)[h].get<std::string>(), request, tenant, notes);
     }
   }
+  PlacedJobs placed;
   for (Node& node : cluster->nodes) {
     for (Gpu& gpu : node.gpus) {
       for (ResidentJob& job : gpu.jobs) placed[job.id].push_back(&job);
     }
   }
+  return placed;
+}
 
-  // Telemetry: what each job uses now (its processes register apart: add
-  // them up), spread over the GPUs it holds; never below what it asked for.
+/// What each job uses now, from the nodes' `gpushare-ctl ls` lines (its
+/// processes register apart: add them up), spread over the GPUs it holds;
+/// never below what it asked for. Then each GPU's used memory.
+Status apply_telemetry(Cluster* cluster,
+                       const std::vector<std::pair<std::string, std::string>>& telemetry,
+                       PlacedJobs& placed) {
   std::map<std::string, std::uint64_t> used_by_job;
-  for (const auto& [node_name, lines] : state.telemetry) {
+  for (const auto& [node_name, lines] : telemetry) {
     std::size_t line_number = 0;
     std::size_t start = 0;
     while (start < lines.size()) {
@@ -319,6 +336,23 @@ Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const Slurm
       for (const ResidentJob& job : gpu.jobs) sum = saturating_add(sum, job.mem_bytes);
       gpu.mem_used_bytes = std::min(sum, gpu.mem_bytes);
     }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> apply_slurm_state(Cluster* cluster, const SlurmState& state) {
+  Notes notes;
+  auto sinfo = parse(state.sinfo_json, "sinfo --json", "nodes");
+  if (!sinfo) return sinfo.error();
+  auto squeue = parse(state.squeue_json, "squeue --json", "jobs");
+  if (!squeue) return squeue.error();
+  if (Status kept = keep_slurm_nodes(cluster, *sinfo, &notes); !kept) return kept.error();
+  auto placed = place_slurm_jobs(cluster, *squeue, &notes);
+  if (!placed) return placed.error();
+  if (Status applied = apply_telemetry(cluster, state.telemetry, *placed); !applied) {
+    return applied.error();
   }
   return notes;
 }
