@@ -24,6 +24,7 @@ namespace {
   X(cuDevicePrimaryCtxRelease_v2) \
   X(cuDevicePrimaryCtxReset_v2) \
   X(cuCtxCreate_v4) \
+  X(cuCtxDestroy_v2) \
   X(cuCtxSetCurrent) \
   X(cuCtxSynchronize) \
   X(cuMemGetInfo_v2) \
@@ -31,6 +32,7 @@ namespace {
   X(cuMemAllocPitch_v2) \
   X(cuMemFree_v2) \
   X(cuMemAllocManaged) \
+  X(cuMemAdvise_v2) \
   X(cuMemPrefetchAsync_v2) \
   X(cuMemAllocAsync) \
   X(cuMemFreeAsync) \
