@@ -11,30 +11,67 @@ namespace gpushare::clients {
 namespace {
 
 // Every entry point of Api, by its exported name.
-#define CLIENT_ENTRIES(X)                                                                          \
-  X(cuInit)                                                                                        \
-  X(cuDriverGetVersion)                                                                            \
-  X(cuDeviceGet)                                                                                   \
-  X(cuDeviceGetCount) X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)   \
-      X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxCreate_v4) X(           \
-          cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo_v2)               \
-          X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged) X(           \
-              cuMemAdvise_v2) X(cuMemPrefetchAsync_v2) X(cuMemAllocAsync) X(cuMemFreeAsync)        \
-              X(cuMemAllocFromPoolAsync) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo) \
-                  X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)                  \
-                      X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap)         \
-                          X(cuMemSetAccess) X(cuMemAllocHost_v2) X(cuMemFreeHost)                  \
-                              X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemsetD8_v2)               \
-                                  X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)     \
-                                      X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel)             \
-                                          X(cuLibraryLoadData) X(cuLibraryGetKernel)               \
-                                              X(cuStreamCreate) X(cuStreamCreateWithPriority)      \
-                                                  X(cuStreamGetPriority) X(cuStreamQuery)          \
-                                                      X(cuStreamSynchronize) X(cuEventCreate)      \
-                                                          X(cuEventRecord) X(cuEventSynchronize)   \
-                                                              X(cuEventElapsedTime)                \
-                                                                  X(cuGetErrorName)                \
-                                                                      X(cuGetProcAddress_v2)
+// One entry point a line (clang-format does not settle on this macro).
+// clang-format off
+#define CLIENT_ENTRIES(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceTotalMem_v2) \
+  X(cuDeviceGetAttribute) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease_v2) \
+  X(cuDevicePrimaryCtxReset_v2) \
+  X(cuCtxCreate_v4) \
+  X(cuCtxDestroy_v2) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuMemGetInfo_v2) \
+  X(cuMemAlloc_v2) \
+  X(cuMemAllocPitch_v2) \
+  X(cuMemFree_v2) \
+  X(cuMemAllocManaged) \
+  X(cuMemAdvise_v2) \
+  X(cuMemPrefetchAsync_v2) \
+  X(cuMemAllocAsync) \
+  X(cuMemFreeAsync) \
+  X(cuMemAllocFromPoolAsync) \
+  X(cuMemPoolCreate) \
+  X(cuMemPoolDestroy) \
+  X(cuMemPoolTrimTo) \
+  X(cuMemGetAllocationGranularity) \
+  X(cuMemCreate) \
+  X(cuMemRelease) \
+  X(cuMemAddressReserve) \
+  X(cuMemAddressFree) \
+  X(cuMemMap) \
+  X(cuMemUnmap) \
+  X(cuMemSetAccess) \
+  X(cuMemAllocHost_v2) \
+  X(cuMemFreeHost) \
+  X(cuMemcpyHtoD_v2) \
+  X(cuMemcpyDtoH_v2) \
+  X(cuMemsetD8_v2) \
+  X(cuModuleLoadData) \
+  X(cuModuleGetFunction) \
+  X(cuLaunchKernel) \
+  X(cuLaunchKernelEx) \
+  X(cuLaunchCooperativeKernel) \
+  X(cuLibraryLoadData) \
+  X(cuLibraryGetKernel) \
+  X(cuStreamCreate) \
+  X(cuStreamCreateWithPriority) \
+  X(cuStreamGetPriority) \
+  X(cuStreamQuery) \
+  X(cuStreamSynchronize) \
+  X(cuEventCreate) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventElapsedTime) \
+  X(cuGetErrorName) \
+  X(cuGetProcAddress_v2)
+// clang-format on
 
 struct Entry {
   const char* name;

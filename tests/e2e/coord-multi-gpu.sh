@@ -7,7 +7,11 @@
 . "$e2e_dir/coord.inc"
 gib=1073741824
 
-start_coordinator
+# Raising a limit past the one a job started with takes root or the admin
+# group: run by another user, the test makes that user's group the admin.
+admin=()
+[ "$(id -u)" -eq 0 ] || admin=(--admin-group "$(id -gn)")
+start_coordinator "${admin[@]}"
 # Two GPUs of 8 GiB (UUIDs ...0f and ...10), 3 GiB each to start with.
 start_job wide GPUSHARE_JOB=wide GPUSHARE_MEM_LIMIT=3GiB -- --devices 2 --mem-total 8GiB
 job_say wide alloc 1GiB 0 | jq -e '.ok' >/dev/null || fail "1 GiB on GPU 0 was refused"

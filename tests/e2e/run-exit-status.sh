@@ -24,7 +24,9 @@ expect_exit 126 gpushare-run "$scratch/not-executable"
 expect_grep "not-executable': Permission denied" "$scratch/err"
 expect_exit 126 gpushare-run "$scratch"                 # a directory
 expect_grep "^gpushare-run: error: .*$scratch'?: (Permission denied|Is a directory)" "$scratch/err"
-expect_exit 127 gpushare-run no-such-command-gpushare
+# Over a PATH the user can search (execvp reports EACCES, so 126, when some
+# entry cannot be searched, as a root PATH is for other users).
+PATH="$GPUSHARE_PREFIX/bin:/usr/bin:/bin" expect_exit 127 gpushare-run no-such-command-gpushare
 expect_grep "no-such-command-gpushare': No such file or directory" "$scratch/err"
 
 # Options stop at the command: the command's own options pass untouched.
