@@ -44,8 +44,7 @@ void DeviceBudget::reset() {
 void DeviceBudget::note(std::uint64_t held) {
   if (mirror_ != nullptr) mirror_->store(held, std::memory_order_relaxed);
   std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-  while (held > peak &&
-         !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
+  while (held > peak && !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
   }
 }
 
@@ -171,6 +170,51 @@ void AllocationTable::erase_context(std::uint64_t context,
   }
 }
 
+bool AllocationTable::adjust(std::uint64_t key, int reference_delta, int mapping_delta,
+                             AllocationRecord* record, bool* gone) {
+  Lock lock(&mutex_);
+  *gone = false;
+  if (capacity_ == 0 || key == 0) return false;
+  std::size_t index = index_of(key);
+  if (slots_[index].key == 0) return false;
+  AllocationRecord& found = slots_[index].record;
+  // Never below zero: a release the driver accepted for a reference we did
+  // not see (a retain before we loaded) must not wrap.
+  auto apply = [](std::uint32_t value, int delta) -> std::uint32_t {
+    if (delta < 0 && value < static_cast<std::uint32_t>(-delta)) return 0;
+    return static_cast<std::uint32_t>(static_cast<std::int64_t>(value) + delta);
+  };
+  found.references = apply(found.references, reference_delta);
+  found.mappings = apply(found.mappings, mapping_delta);
+  *record = found;
+  if (found.references == 0 && found.mappings == 0) {
+    erase_index_locked(index);
+    *gone = true;
+  }
+  return true;
+}
+
+std::uint64_t AllocationTable::relink(std::uint64_t from, std::uint64_t to) {
+  Lock lock(&mutex_);
+  std::uint64_t total = 0;
+  for (std::size_t index = 0; index < capacity_; ++index) {
+    if (slots_[index].key != 0 && slots_[index].record.link == from) {
+      slots_[index].record.link = to;
+      total += slots_[index].record.bytes;
+    }
+  }
+  return total;
+}
+
+std::size_t AllocationTable::keys(std::uint64_t* keys, std::size_t max) {
+  Lock lock(&mutex_);
+  std::size_t count = 0;
+  for (std::size_t index = 0; index < capacity_ && count < max; ++index) {
+    if (slots_[index].key != 0) keys[count++] = slots_[index].key;
+  }
+  return count;
+}
+
 std::size_t AllocationTable::size() {
   Lock lock(&mutex_);
   return count_;
@@ -181,7 +225,7 @@ void AllocationTable::clear() {
   // in case the parent held it at fork time.
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&mutex_, &fresh, sizeof fresh);
-  if (slots_ != nullptr) std::memset(slots_, 0, capacity_ * sizeof(Slot));
+  if (slots_ != nullptr) std::memset(static_cast<void*>(slots_), 0, capacity_ * sizeof(Slot));
   count_ = 0;
 }
 

@@ -66,7 +66,10 @@ MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
 struct AllocationRecord {
   std::uint64_t bytes;
   int device;
-  std::uint64_t context;  ///< the context it dies with, or 0
+  std::uint64_t context;         ///< the context it dies with, or 0
+  std::uint64_t link = 0;        ///< a VMM mapping's handle; a pool allocation's pool
+  std::uint32_t references = 0;  ///< a VMM handle: creations and retains not yet released
+  std::uint32_t mappings = 0;    ///< a VMM handle: its live mappings
 };
 
 class AllocationTable {
@@ -81,6 +84,15 @@ class AllocationTable {
   /// Removes every record of `context`, calling `released` for each (under
   /// the table's lock: it must not call back into the table).
   void erase_context(std::uint64_t context, void (*released)(const AllocationRecord&));
+  /// Adds the deltas to key's references and mappings. When both reach
+  /// zero the record is removed and *gone set. False when key is unknown.
+  bool adjust(std::uint64_t key, int reference_delta, int mapping_delta, AllocationRecord* record,
+              bool* gone);
+  /// Sets the link of every record linked to `from` to `to`; returns the
+  /// sum of their bytes.
+  std::uint64_t relink(std::uint64_t from, std::uint64_t to);
+  /// Copies up to `max` keys into `keys`; returns how many.
+  std::size_t keys(std::uint64_t* keys, std::size_t max);
   /// Forgets everything (after fork: the child has no CUDA allocations).
   void clear();
 

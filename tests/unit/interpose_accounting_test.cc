@@ -134,3 +134,44 @@ TEST_CASE("the allocation table matches a reference map under churn", "[interpos
     CHECK(table.find(key, &got));
   }
 }
+
+TEST_CASE("a VMM handle is gone only when released and unmapped", "[interpose]") {
+  AllocationTable table;
+  AllocationRecord created{1 << 20, 0, 0};
+  created.references = 1;
+  REQUIRE(table.insert(0x100, created));
+  AllocationRecord record{0, -1, 0};
+  bool gone = true;
+  REQUIRE(table.adjust(0x100, 0, 1, &record, &gone));  // mapped
+  CHECK_FALSE(gone);
+  REQUIRE(table.adjust(0x100, 1, 0, &record, &gone));  // retained
+  REQUIRE(table.adjust(0x100, -1, 0, &record, &gone));
+  REQUIRE(table.adjust(0x100, -1, 0, &record, &gone));  // released while mapped
+  CHECK_FALSE(gone);
+  CHECK(record.references == 0);
+  CHECK(record.mappings == 1);
+  REQUIRE(table.adjust(0x100, 0, -1, &record, &gone));  // the last unmap
+  CHECK(gone);
+  CHECK(record.bytes == (1u << 20));
+  CHECK(table.size() == 0);
+  CHECK_FALSE(table.adjust(0x100, 0, -1, &record, &gone));
+  // Counts never wrap below zero.
+  REQUIRE(table.insert(0x200, created));
+  REQUIRE(table.adjust(0x200, 0, -3, &record, &gone));
+  CHECK(record.mappings == 0);
+  CHECK_FALSE(gone);
+}
+
+TEST_CASE("relink moves a pool's allocations and sums them", "[interpose]") {
+  AllocationTable table;
+  for (std::uint64_t key = 1; key <= 10; ++key) {
+    AllocationRecord record{key * 100, 0, 0};
+    record.link = key % 2 == 0 ? 0xabc : 0xdef;
+    REQUIRE(table.insert(key * 4096, record));
+  }
+  CHECK(table.relink(0xabc, 0) == 100 * (2 + 4 + 6 + 8 + 10));
+  CHECK(table.relink(0xabc, 0) == 0);
+  std::uint64_t keys[16];
+  CHECK(table.keys(keys, 16) == 10);
+  CHECK(table.keys(keys, 3) == 3);
+}
