@@ -15,6 +15,13 @@
 //                               pools keep what they reserved
 //   gs-attack pool-cycle N SIZE one default-threshold pool: allocate, free,
 //                               synchronise, N times (nothing stays held)
+//   gs-attack loader HOW ROUTE N SIZE
+//                               loads libgs-escape-helper.so (next to this
+//                               program) with HOW = deepbind (dlopen
+//                               RTLD_DEEPBIND) or newlm (dlmopen
+//                               LM_ID_NEWLM) and lets it allocate N x SIZE
+//                               by ROUTE = direct (cuMemAlloc_v2 linked) or
+//                               resolver (dlopen + dlsym + cuGetProcAddress)
 //   gs-attack used DEVICE       prints the device's used bytes as NVML
 //                               reports them (run outside any job: the view
 //                               from outside)
@@ -34,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace {
@@ -162,6 +170,37 @@ void legacy() {
               static_cast<int>(info_result), total);
 }
 
+// The helper library next to this program.
+std::string helper_path(const char* argv0) {
+  std::string path = argv0;
+  std::size_t slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) +
+         "/libgs-escape-helper.so";
+}
+
+int loader(const char* argv0, const char* how, const char* route, int count, std::uint64_t size) {
+  std::string path = helper_path(argv0);
+  void* helper = nullptr;
+  if (std::strcmp(how, "deepbind") == 0) {
+    helper = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  } else if (std::strcmp(how, "newlm") == 0) {
+    helper = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  } else {
+    die("HOW must be deepbind or newlm");
+  }
+  if (helper == nullptr) die(dlerror());
+  using Helper = int (*)(int, unsigned long long, unsigned long long*);
+  std::string symbol = std::string("helper_") + route;
+  auto function = reinterpret_cast<Helper>(dlsym(helper, symbol.c_str()));
+  if (function == nullptr) die("ROUTE must be direct or resolver");
+  unsigned long long held = 0;
+  int result = function(count, size, &held);
+  std::printf("loader how=%s route=%s held=%llu result=%d\n", how, route, held, result);
+  std::fflush(stdout);
+  hold();
+  return 0;
+}
+
 int device_used(int index) {
   struct Memory {
     unsigned long long total, free, used;
@@ -198,6 +237,10 @@ int main(int argc, char** argv) {
     die("cannot initialise device 0");
   }
   std::string_view attack = argv[1];
+  if (attack == "loader") {
+    if (argc < 6) die("usage: gs-attack loader deepbind|newlm direct|resolver N SIZE");
+    return loader(argv[0], argv[2], argv[3], std::atoi(argv[4]), parse_bytes(argv[5]));
+  }
   if (attack == "legacy") {
     legacy();
     return 0;
