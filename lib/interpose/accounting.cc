@@ -6,36 +6,85 @@
 
 namespace gpushare::interpose {
 
-bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
-  std::uint64_t held = held_.load(std::memory_order_relaxed);
-  for (;;) {
-    std::uint64_t wanted;
-    if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
-    if (held_.compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
-                                    std::memory_order_relaxed)) {
-      note(wanted);
-      return true;
-    }
-  }
-}
+namespace {
 
-void DeviceBudget::charge(std::uint64_t bytes) {
-  note(held_.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
-}
-
-void DeviceBudget::release(std::uint64_t bytes) {
-  std::uint64_t held = held_.load(std::memory_order_relaxed);
+void subtract(std::atomic<std::uint64_t>* counter, std::uint64_t bytes, std::uint64_t* after) {
+  std::uint64_t held = counter->load(std::memory_order_relaxed);
   for (;;) {
     std::uint64_t next = held > bytes ? held - bytes : 0;
-    if (held_.compare_exchange_weak(held, next, std::memory_order_acq_rel,
-                                    std::memory_order_relaxed)) {
-      if (mirror_ != nullptr) mirror_->store(next, std::memory_order_relaxed);
+    if (counter->compare_exchange_weak(held, next, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      if (after != nullptr) *after = next;
       return;
     }
   }
 }
 
+}  // namespace
+
+bool DeviceBudget::reserve_on(std::atomic<std::uint64_t>* counter, std::uint64_t bytes,
+                              std::uint64_t limit) {
+  std::uint64_t held = counter->load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint64_t wanted;
+    if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
+    if (counter->compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+}
+
+bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
+  if (tree_ == nullptr) {
+    if (!reserve_on(local_, bytes, limit)) return false;
+    note(local_->load(std::memory_order_relaxed));
+    return true;
+  }
+  // The tree's sum is the limit's; this process's slot follows it, so that
+  // the charge can be given back if this process dies.
+  if (!reserve_on(tree_, bytes, limit) &&
+      (reclaim_ == nullptr || !reclaim_() || !reserve_on(tree_, bytes, limit))) {
+    return false;
+  }
+  note(local_->fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+  return true;
+}
+
+void DeviceBudget::charge(std::uint64_t bytes) {
+  if (tree_ != nullptr) tree_->fetch_add(bytes, std::memory_order_acq_rel);
+  note(local_->fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+}
+
+void DeviceBudget::release(std::uint64_t bytes) {
+  // Never more than this process holds: the tree's sum must not lose
+  // other processes' charges.
+  std::uint64_t own = local_->load(std::memory_order_relaxed);
+  if (bytes > own) bytes = own;
+  std::uint64_t next = 0;
+  subtract(local_, bytes, &next);
+  if (tree_ != nullptr) subtract(tree_, bytes, nullptr);
+  if (mirror_ != nullptr) mirror_->store(next, std::memory_order_relaxed);
+}
+
+std::uint64_t DeviceBudget::held() const {
+  return (tree_ != nullptr ? tree_ : local_)->load(std::memory_order_relaxed);
+}
+
+void DeviceBudget::attach(std::atomic<std::uint64_t>* tree, std::atomic<std::uint64_t>* local,
+                          bool (*reclaim)()) {
+  std::uint64_t own = local_->load(std::memory_order_relaxed);
+  local->store(own, std::memory_order_relaxed);
+  tree->fetch_add(own, std::memory_order_acq_rel);
+  local_ = local;
+  reclaim_ = reclaim;
+  tree_ = tree;
+}
+
 void DeviceBudget::reset() {
+  local_ = &held_;
+  tree_ = nullptr;
+  reclaim_ = nullptr;
   held_.store(0, std::memory_order_relaxed);
   peak_.store(0, std::memory_order_relaxed);
   if (mirror_ != nullptr) mirror_->store(0, std::memory_order_relaxed);
