@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
                   "Exit when no job has been registered for the idle grace period");
   serve->add_option("--idle-grace", options.idle_grace, "Grace period for --idle-exit")
       ->capture_default_str();
-  serve->add_option("--on-violation", options.on_violation,
-                    "What to do with a job NVML shows over its limit: warn, pause or kill")
+  serve
+      ->add_option("--on-violation", options.on_violation,
+                   "What to do with a job NVML shows over its limit: warn, pause or kill")
       ->capture_default_str();
 
   add_format(app.add_subcommand("ls", "List jobs"));
