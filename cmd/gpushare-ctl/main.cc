@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
                   "Exit when no job has been registered for the idle grace period");
   serve->add_option("--idle-grace", options.idle_grace, "Grace period for --idle-exit")
       ->capture_default_str();
+  serve
+      ->add_option("--on-violation", options.on_violation,
+                   "What to do with a job NVML shows over its limit: warn, pause or kill")
+      ->capture_default_str();
 
   add_format(app.add_subcommand("ls", "List jobs"));
   CLI::App* show = app.add_subcommand("show", "Show one job");

@@ -118,6 +118,13 @@ int serve(const CtlOptions& options) {
     diag::usage_hint();
     return exit_status::kUsage;
   }
+  Result<coord::ViolationAction> action = coord::parse_violation_action(options.on_violation);
+  if (!action) {
+    diag::error("--on-violation: " + action.error().message);
+    diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  server.violation_action = *action;
   server.idle_exit = options.idle_exit;
   server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;

@@ -50,6 +50,16 @@ std::string render(const std::vector<Row>& rows) {
   return out;
 }
 
+// The state, and for a job the coordinator sees over its limit, what it holds.
+std::string state(const ordered_json& record) {
+  std::string out = text(record, "state");
+  auto it = record.find("violation");
+  if (it != record.end() && it->is_object()) {
+    out += " OVER-LIMIT(" + bytes(*it, "observed_bytes") + ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
@@ -59,7 +69,7 @@ std::string job_table(const std::vector<ordered_json>& records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
                     short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
-                    bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "state")});
+                    bytes(r, "mem_limit_bytes"), text(r, "launches"), state(r)});
   }
   return render(rows);
 }

@@ -96,6 +96,7 @@ int run(RunOptions& options) {
     return exit_status::kRunFailed;
   }
   paths->interposer = canonical(paths->interposer);
+  if (!paths->auditor.empty()) paths->auditor = canonical(paths->auditor);
   paths->sim_dir = paths->interposer.substr(0, paths->interposer.rfind('/')) + "/sim";
   if (options.request.sim && !file_exists(paths->sim_dir + "/libcuda.so.1")) {
     gpushare::diag::error("--sim: the simulated GPU is not installed (no " + paths->sim_dir +

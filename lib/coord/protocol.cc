@@ -330,6 +330,12 @@ ordered_json job_record(const JobView& job) {
                        {"start_limit_bytes", limit_json(d.start_limit_bytes)}});
   }
   record["devices"] = std::move(devices);
+  if (job.violation) {
+    record["violation"] = {{"device", job.violation->device},
+                           {"observed_bytes", job.violation->observed_bytes},
+                           {"limit_bytes", job.violation->limit_bytes},
+                           {"action", job.violation->action}};
+  }
   return record;
 }
 

@@ -86,6 +86,14 @@ struct JobDeviceView {
   std::uint64_t mem_limit_bytes = kNoLimit;
   std::uint64_t start_limit_bytes = kNoLimit;
 };
+/// A job that holds more than its limit, as the coordinator sees it from
+/// outside the job (enforcement.h).
+struct ViolationView {
+  std::string device;  ///< UUID
+  std::uint64_t observed_bytes = 0;
+  std::uint64_t limit_bytes = 0;
+  std::string action;  ///< warn | pause | kill
+};
 struct JobView {
   std::uint64_t id = 0;
   std::string name;
@@ -95,6 +103,7 @@ struct JobView {
   std::string state;  ///< running | paused | stale
   std::uint64_t launches = 0;
   std::vector<JobDeviceView> devices;
+  std::optional<ViolationView> violation;  ///< only while the job is a violator
 };
 
 /// One device as the node report shows it, with totals per class.

@@ -163,6 +163,7 @@ struct Server::Impl {
   int accept_pause_fd = -1;  // timer: accepting resumes when it fires
   bool accepting = true;
   RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
+  std::unique_ptr<Enforcer> enforcer;  // issue 18 (6): null when not checking
 
   Impl(ServerOptions o, Listener l)
       : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
@@ -240,6 +241,7 @@ struct Server::Impl {
     itimerspec sweeping{interval, interval};
     timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
     if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
+    start_enforcer();
     spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (accept_pause_fd < 0) return os_error("timerfd_create");
@@ -500,6 +502,20 @@ struct Server::Impl {
     }
   }
 
+  // Checks jobs' usage from our own view at every sweep (enforcement.h).
+  void start_enforcer() {
+    if (!options.enforce) return;
+    Result<std::unique_ptr<UsageSource>> source = open_nvml_usage();
+    if (!source) {
+      note("not checking jobs' device memory from outside: " + source.error().message);
+      return;
+    }
+    enforcer = std::make_unique<Enforcer>(options.violation_action, std::move(*source),
+                                          [this](const std::string& line) { warning(line); });
+    note(std::string("checking jobs' device memory through NVML; over the limit: ") +
+         violation_action_name(options.violation_action));
+  }
+
   // Returns false when the connection was dropped.
   // Drops connections that have not said what they are in time.
   void sweep() {
@@ -507,6 +523,7 @@ struct Server::Impl {
     ssize_t ignored = read(sweep_fd, &expirations, sizeof expirations);
     (void)ignored;
     std::uint64_t now = now_ns();
+    if (enforcer) enforcer->check(registry, now);
     std::vector<std::uint64_t> late;
     std::vector<std::uint64_t> stalled;
     auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
@@ -627,7 +644,11 @@ struct Server::Impl {
     std::uint64_t now = now_ns();
     std::string reason;
     Result<JobView> result = make_error("unreachable");
-    if (std::holds_alternative<ListRequest>(request)) return encode_jobs(registry.list(now));
+    if (std::holds_alternative<ListRequest>(request)) {
+      std::vector<JobView> jobs = registry.list(now);
+      if (enforcer) enforcer->annotate(jobs);
+      return encode_jobs(jobs);
+    }
     if (std::holds_alternative<NodeRequest>(request)) return encode_node(registry.node(now));
     std::string action;
     if (const auto* show = std::get_if<ShowRequest>(&request)) {
@@ -652,6 +673,7 @@ struct Server::Impl {
       note("uid " + std::to_string(c.peer.uid) + " " + action + " on job " +
            std::to_string(result->id) + " '" + result->name + "'");
     }
+    if (enforcer) enforcer->annotate(*result);
     return encode_jobs({*result});
   }
 };

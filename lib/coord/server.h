@@ -21,6 +21,7 @@
 
 #include "common/result.h"
 #include "coord/authorize.h"
+#include "coord/enforcement.h"
 
 namespace gpushare::coord {
 
@@ -59,6 +60,11 @@ struct ServerOptions {
   /// register again get back what ctl set for them, and rewritten after
   /// each change. Empty: none.
   std::string state_path;
+  /// Check jobs' usage from the coordinator's own view (NVML) and act on
+  /// those over their limit (enforcement.h). Without NVML, nothing is
+  /// checked (a note says so).
+  bool enforce = true;
+  ViolationAction violation_action = ViolationAction::kWarn;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;

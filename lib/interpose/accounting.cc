@@ -6,36 +6,85 @@
 
 namespace gpushare::interpose {
 
-bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
-  std::uint64_t held = held_.load(std::memory_order_relaxed);
-  for (;;) {
-    std::uint64_t wanted;
-    if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
-    if (held_.compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
-                                    std::memory_order_relaxed)) {
-      note(wanted);
-      return true;
-    }
-  }
-}
+namespace {
 
-void DeviceBudget::charge(std::uint64_t bytes) {
-  note(held_.fetch_add(bytes, std::memory_order_acq_rel) + bytes);
-}
-
-void DeviceBudget::release(std::uint64_t bytes) {
-  std::uint64_t held = held_.load(std::memory_order_relaxed);
+void subtract(std::atomic<std::uint64_t>* counter, std::uint64_t bytes, std::uint64_t* after) {
+  std::uint64_t held = counter->load(std::memory_order_relaxed);
   for (;;) {
     std::uint64_t next = held > bytes ? held - bytes : 0;
-    if (held_.compare_exchange_weak(held, next, std::memory_order_acq_rel,
-                                    std::memory_order_relaxed)) {
-      if (mirror_ != nullptr) mirror_->store(next, std::memory_order_relaxed);
+    if (counter->compare_exchange_weak(held, next, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      if (after != nullptr) *after = next;
       return;
     }
   }
 }
 
+}  // namespace
+
+bool DeviceBudget::reserve_on(std::atomic<std::uint64_t>* counter, std::uint64_t bytes,
+                              std::uint64_t limit) {
+  std::uint64_t held = counter->load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint64_t wanted;
+    if (__builtin_add_overflow(held, bytes, &wanted) || wanted > limit) return false;
+    if (counter->compare_exchange_weak(held, wanted, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+}
+
+bool DeviceBudget::try_reserve(std::uint64_t bytes, std::uint64_t limit) {
+  if (tree_ == nullptr) {
+    if (!reserve_on(local_, bytes, limit)) return false;
+    note(local_->load(std::memory_order_relaxed));
+    return true;
+  }
+  // The tree's sum is the limit's; this process's slot follows it, so that
+  // the charge can be given back if this process dies.
+  if (!reserve_on(tree_, bytes, limit) &&
+      (reclaim_ == nullptr || !reclaim_() || !reserve_on(tree_, bytes, limit))) {
+    return false;
+  }
+  note(local_->fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+  return true;
+}
+
+void DeviceBudget::charge(std::uint64_t bytes) {
+  if (tree_ != nullptr) tree_->fetch_add(bytes, std::memory_order_acq_rel);
+  note(local_->fetch_add(bytes, std::memory_order_acq_rel) + bytes);
+}
+
+void DeviceBudget::release(std::uint64_t bytes) {
+  // Never more than this process holds: the tree's sum must not lose
+  // other processes' charges.
+  std::uint64_t own = local_->load(std::memory_order_relaxed);
+  if (bytes > own) bytes = own;
+  std::uint64_t next = 0;
+  subtract(local_, bytes, &next);
+  if (tree_ != nullptr) subtract(tree_, bytes, nullptr);
+  if (mirror_ != nullptr) mirror_->store(next, std::memory_order_relaxed);
+}
+
+std::uint64_t DeviceBudget::held() const {
+  return (tree_ != nullptr ? tree_ : local_)->load(std::memory_order_relaxed);
+}
+
+void DeviceBudget::attach(std::atomic<std::uint64_t>* tree, std::atomic<std::uint64_t>* local,
+                          bool (*reclaim)()) {
+  std::uint64_t own = local_->load(std::memory_order_relaxed);
+  local->store(own, std::memory_order_relaxed);
+  tree->fetch_add(own, std::memory_order_acq_rel);
+  local_ = local;
+  reclaim_ = reclaim;
+  tree_ = tree;
+}
+
 void DeviceBudget::reset() {
+  local_ = &held_;
+  tree_ = nullptr;
+  reclaim_ = nullptr;
   held_.store(0, std::memory_order_relaxed);
   peak_.store(0, std::memory_order_relaxed);
   if (mirror_ != nullptr) mirror_->store(0, std::memory_order_relaxed);
@@ -44,8 +93,7 @@ void DeviceBudget::reset() {
 void DeviceBudget::note(std::uint64_t held) {
   if (mirror_ != nullptr) mirror_->store(held, std::memory_order_relaxed);
   std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-  while (held > peak &&
-         !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
+  while (held > peak && !peak_.compare_exchange_weak(peak, held, std::memory_order_relaxed)) {
   }
 }
 
@@ -171,6 +219,51 @@ void AllocationTable::erase_context(std::uint64_t context,
   }
 }
 
+bool AllocationTable::adjust(std::uint64_t key, int reference_delta, int mapping_delta,
+                             AllocationRecord* record, bool* gone) {
+  Lock lock(&mutex_);
+  *gone = false;
+  if (capacity_ == 0 || key == 0) return false;
+  std::size_t index = index_of(key);
+  if (slots_[index].key == 0) return false;
+  AllocationRecord& found = slots_[index].record;
+  // Never below zero: a release the driver accepted for a reference we did
+  // not see (a retain before we loaded) must not wrap.
+  auto apply = [](std::uint32_t value, int delta) -> std::uint32_t {
+    if (delta < 0 && value < static_cast<std::uint32_t>(-delta)) return 0;
+    return static_cast<std::uint32_t>(static_cast<std::int64_t>(value) + delta);
+  };
+  found.references = apply(found.references, reference_delta);
+  found.mappings = apply(found.mappings, mapping_delta);
+  *record = found;
+  if (found.references == 0 && found.mappings == 0) {
+    erase_index_locked(index);
+    *gone = true;
+  }
+  return true;
+}
+
+std::uint64_t AllocationTable::relink(std::uint64_t from, std::uint64_t to) {
+  Lock lock(&mutex_);
+  std::uint64_t total = 0;
+  for (std::size_t index = 0; index < capacity_; ++index) {
+    if (slots_[index].key != 0 && slots_[index].record.link == from) {
+      slots_[index].record.link = to;
+      total += slots_[index].record.bytes;
+    }
+  }
+  return total;
+}
+
+std::size_t AllocationTable::keys(std::uint64_t* keys, std::size_t max) {
+  Lock lock(&mutex_);
+  std::size_t count = 0;
+  for (std::size_t index = 0; index < capacity_ && count < max; ++index) {
+    if (slots_[index].key != 0) keys[count++] = slots_[index].key;
+  }
+  return count;
+}
+
 std::size_t AllocationTable::size() {
   Lock lock(&mutex_);
   return count_;
@@ -181,7 +274,7 @@ void AllocationTable::clear() {
   // in case the parent held it at fork time.
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&mutex_, &fresh, sizeof fresh);
-  if (slots_ != nullptr) std::memset(slots_, 0, capacity_ * sizeof(Slot));
+  if (slots_ != nullptr) std::memset(static_cast<void*>(slots_), 0, capacity_ * sizeof(Slot));
   count_ = 0;
 }
 

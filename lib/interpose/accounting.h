@@ -27,24 +27,42 @@ inline constexpr int kMaxDevices = 16;
 
 class DeviceBudget {
  public:
-  /// Adds `bytes` to what is held unless that would pass `limit`.
+  /// Adds `bytes` to what is held unless that would pass `limit`. When the
+  /// budget is attached to a job's process tree, the limit holds for the
+  /// tree's sum; on refusal the tree's dead processes are reclaimed once and
+  /// the reservation tried again.
   bool try_reserve(std::uint64_t bytes, std::uint64_t limit);
   /// Adds `bytes` whatever the limit (memory the driver took on its own,
   /// such as a context's).
   void charge(std::uint64_t bytes);
   /// Gives bytes back; never goes below zero.
   void release(std::uint64_t bytes);
-  std::uint64_t held() const { return held_.load(std::memory_order_relaxed); }
+  /// What the job holds: the tree's sum when attached, else this process's.
+  std::uint64_t held() const;
+  /// What this process holds.
+  std::uint64_t own() const { return local_->load(std::memory_order_relaxed); }
   std::uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  /// Forgets everything and detaches from the tree (after fork: the child
+  /// has no CUDA state, and its parent's slot is not its own).
   void reset();
   /// Also stores every new held value into `mirror` (the telemetry the
   /// coordinator reads); nullptr for none.
   void set_mirror(std::atomic<std::uint64_t>* mirror) { mirror_ = mirror; }
+  /// Counts this process's holdings in `local` (its slot in the tree's
+  /// shared file, which starts at what the process holds now) and the
+  /// tree's sum in `tree`; `reclaim` gives back the charges of the tree's
+  /// dead processes and says whether it found any.
+  void attach(std::atomic<std::uint64_t>* tree, std::atomic<std::uint64_t>* local,
+              bool (*reclaim)());
 
  private:
+  bool reserve_on(std::atomic<std::uint64_t>* counter, std::uint64_t bytes, std::uint64_t limit);
   void note(std::uint64_t held);
   std::atomic<std::uint64_t> held_{0};
   std::atomic<std::uint64_t> peak_{0};
+  std::atomic<std::uint64_t>* local_ = &held_;
+  std::atomic<std::uint64_t>* tree_ = nullptr;
+  bool (*reclaim_)() = nullptr;
   std::atomic<std::uint64_t>* mirror_ = nullptr;
 };
 
@@ -66,7 +84,10 @@ MemoryView virtual_view(std::uint64_t limit, std::uint64_t physical_total,
 struct AllocationRecord {
   std::uint64_t bytes;
   int device;
-  std::uint64_t context;  ///< the context it dies with, or 0
+  std::uint64_t context;         ///< the context it dies with, or 0
+  std::uint64_t link = 0;        ///< a VMM mapping's handle; a pool allocation's pool
+  std::uint32_t references = 0;  ///< a VMM handle: creations and retains not yet released
+  std::uint32_t mappings = 0;    ///< a VMM handle: its live mappings
 };
 
 class AllocationTable {
@@ -81,6 +102,15 @@ class AllocationTable {
   /// Removes every record of `context`, calling `released` for each (under
   /// the table's lock: it must not call back into the table).
   void erase_context(std::uint64_t context, void (*released)(const AllocationRecord&));
+  /// Adds the deltas to key's references and mappings. When both reach
+  /// zero the record is removed and *gone set. False when key is unknown.
+  bool adjust(std::uint64_t key, int reference_delta, int mapping_delta, AllocationRecord* record,
+              bool* gone);
+  /// Sets the link of every record linked to `from` to `to`; returns the
+  /// sum of their bytes.
+  std::uint64_t relink(std::uint64_t from, std::uint64_t to);
+  /// Copies up to `max` keys into `keys`; returns how many.
+  std::size_t keys(std::uint64_t* keys, std::size_t max);
   /// Forgets everything (after fork: the child has no CUDA allocations).
   void clear();
 

@@ -107,6 +107,46 @@ class ContextLock {
   ContextLock& operator=(const ContextLock&) = delete;
 };
 
+// Creates a context with `create` under the limit: reserve its expected
+// size, measure what it took, charge that.
+template <class Create>
+CUresult create_context(CUdevice device, CUcontext* context, Create create) {
+  init_devices();
+  std::uint64_t reserved = 0;
+  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+  UsageProbe probe = usage_before(device);
+  CUresult result = create();
+  unreserve_context(device, reserved);
+  if (result == CUDA_SUCCESS && context != nullptr) charge_context(probe, *context);
+  return result;
+}
+
+template <class Release>
+CUresult release_primary(CUdevice device, Release release) {
+  ContextLock lock;
+  CUresult result = release();
+  Device& state = g_runtime.devices[device];
+  if (result == CUDA_SUCCESS && state.primary_retains > 0 && --state.primary_retains == 0) {
+    release_context(reinterpret_cast<CUcontext>(state.primary_context));
+    state.primary_context = 0;
+  }
+  return result;
+}
+
+template <class Reset>
+CUresult reset_primary(CUdevice device, Reset reset) {
+  ContextLock lock;
+  CUresult result = reset();
+  Device& state = g_runtime.devices[device];
+  if (result == CUDA_SUCCESS && state.primary_context != 0) {
+    // Every allocation of the primary context is gone, and the context with them.
+    release_context(reinterpret_cast<CUcontext>(state.primary_context));
+    state.primary_context = 0;
+    state.primary_retains = 0;
+  }
+  return result;
+}
+
 }  // namespace
 
 CUresult gs_cuInit(unsigned int flags) {
@@ -123,42 +163,22 @@ CUresult gs_cuInit(unsigned int flags) {
 CUresult gs_cuCtxCreate_v2(CUcontext* context, unsigned int flags, CUdevice device) {
   GS_REAL(cuCtxCreate_v2);
   if (disabled()) return real(context, flags, device);
-  init_devices();
-  std::uint64_t reserved = 0;
-  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
-  UsageProbe probe = usage_before(device);
-  CUresult result = real(context, flags, device);
-  unreserve_context(device, reserved);
-  if (result == CUDA_SUCCESS) charge_context(probe, *context);
-  return result;
+  return create_context(device, context, [&] { return real(context, flags, device); });
 }
 
 CUresult gs_cuCtxCreate_v3(CUcontext* context, CUexecAffinityParam* params, int param_count,
                            unsigned int flags, CUdevice device) {
   GS_REAL(cuCtxCreate_v3);
   if (disabled()) return real(context, params, param_count, flags, device);
-  init_devices();
-  std::uint64_t reserved = 0;
-  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
-  UsageProbe probe = usage_before(device);
-  CUresult result = real(context, params, param_count, flags, device);
-  unreserve_context(device, reserved);
-  if (result == CUDA_SUCCESS) charge_context(probe, *context);
-  return result;
+  return create_context(device, context,
+                        [&] { return real(context, params, param_count, flags, device); });
 }
 
 CUresult gs_cuCtxCreate_v4(CUcontext* context, CUctxCreateParams* params, unsigned int flags,
                            CUdevice device) {
   GS_REAL(cuCtxCreate_v4);
   if (disabled()) return real(context, params, flags, device);
-  init_devices();
-  std::uint64_t reserved = 0;
-  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
-  UsageProbe probe = usage_before(device);
-  CUresult result = real(context, params, flags, device);
-  unreserve_context(device, reserved);
-  if (result == CUDA_SUCCESS) charge_context(probe, *context);
-  return result;
+  return create_context(device, context, [&] { return real(context, params, flags, device); });
 }
 
 CUresult gs_cuCtxDestroy_v2(CUcontext context) {
@@ -195,27 +215,41 @@ CUresult gs_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
 CUresult gs_cuDevicePrimaryCtxRelease_v2(CUdevice device) {
   GS_REAL(cuDevicePrimaryCtxRelease_v2);
   if (disabled() || !valid_device(device)) return real(device);
-  ContextLock lock;
-  CUresult result = real(device);
-  Device& state = g_runtime.devices[device];
-  if (result == CUDA_SUCCESS && state.primary_retains > 0 && --state.primary_retains == 0) {
-    release_context(reinterpret_cast<CUcontext>(state.primary_context));
-    state.primary_context = 0;
-  }
-  return result;
+  return release_primary(device, [&] { return real(device); });
 }
 
 CUresult gs_cuDevicePrimaryCtxReset_v2(CUdevice device) {
   GS_REAL(cuDevicePrimaryCtxReset_v2);
   if (disabled() || !valid_device(device)) return real(device);
-  ContextLock lock;
-  CUresult result = real(device);
-  Device& state = g_runtime.devices[device];
-  if (result == CUDA_SUCCESS && state.primary_context != 0) {
-    // Every allocation of the primary context is gone, and the context with them.
-    release_context(reinterpret_cast<CUcontext>(state.primary_context));
-    state.primary_context = 0;
-    state.primary_retains = 0;
-  }
+  return reset_primary(device, [&] { return real(device); });
+}
+
+// The legacy variants (CUDA 2.0 and 7.0 ABIs, same arguments): the same
+// accounting, so that a context made or let go through them is charged
+// and given back like any other.
+CUresult gs_cuCtxCreate(CUcontext* context, unsigned int flags,
+                        gpushare::interpose::legacy::Device device) {
+  GS_REAL(cuCtxCreate);
+  if (disabled()) return real(context, flags, device);
+  return create_context(device, context, [&] { return real(context, flags, device); });
+}
+
+CUresult gs_cuCtxDestroy(CUcontext context) {
+  GS_REAL(cuCtxDestroy);
+  if (disabled()) return real(context);
+  CUresult result = real(context);
+  if (result == CUDA_SUCCESS) release_context(context);
   return result;
+}
+
+CUresult gs_cuDevicePrimaryCtxRelease(gpushare::interpose::legacy::Device device) {
+  GS_REAL(cuDevicePrimaryCtxRelease);
+  if (disabled() || !valid_device(device)) return real(device);
+  return release_primary(device, [&] { return real(device); });
+}
+
+CUresult gs_cuDevicePrimaryCtxReset(gpushare::interpose::legacy::Device device) {
+  GS_REAL(cuDevicePrimaryCtxReset);
+  if (disabled() || !valid_device(device)) return real(device);
+  return reset_primary(device, [&] { return real(device); });
 }

@@ -6,20 +6,21 @@
 // memory we never saw passes through.
 //
 // What is charged:
-//   cuMemAlloc, cuMemAllocManaged, cuMemAllocAsync, cuMemAllocFromPoolAsync
-//     the requested bytes, on the current context's device;
+//   cuMemAlloc, cuMemAllocManaged  the requested bytes, on the current
+//     context's device;
 //   cuMemAllocPitch  pitch x height (reserved as width rounded up to 512
 //     bytes x height, then settled to what the driver chose);
-//   cuMemCreate      the requested bytes on the device of the allocation's
-//     location (host locations are not device memory);
 //   arrays           width x height x depth x channels x element size,
-//     summed over the levels of a mipmapped array.
-// Stream-ordered frees give their bytes back when enqueued.
+//     summed over the levels of a mipmapped array;
+//   VMM and pools    hooks_vmm.cc and hooks_pool.cc.
+// The legacy 32-bit-size variants (cuMemAlloc, cuMemGetInfo... as CUDA 2.0
+// had them) are wrapped too, at the end of this file.
 #include <cstring>
 
 #include "cudaapi/array_format.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
+#include "interpose/pools.h"
 
 using namespace gpushare::interpose;
 
@@ -141,76 +142,13 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
 CUresult gs_cuMemFree_v2(CUdeviceptr dptr) {
   GS_REAL(cuMemFree_v2);
   if (disabled()) return real(dptr);
-  return release_and_free(g_runtime.allocations, dptr, [&] { return real(dptr); });
-}
-
-CUresult gs_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
-  GS_REAL(cuMemAllocAsync);
-  if (disabled()) return real(dptr, bytesize, stream);
-  return charge_and_allocate(
-      "cuMemAllocAsync", current_device(), bytesize, true, g_runtime.allocations,
-      [&] { return real(dptr, bytesize, stream); },
-      [&] { return static_cast<std::uint64_t>(*dptr); });
-}
-
-CUresult gs_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
-  GS_REAL(cuMemAllocAsync_ptsz);
-  if (disabled()) return real(dptr, bytesize, stream);
-  return charge_and_allocate(
-      "cuMemAllocAsync_ptsz", current_device(), bytesize, true, g_runtime.allocations,
-      [&] { return real(dptr, bytesize, stream); },
-      [&] { return static_cast<std::uint64_t>(*dptr); });
-}
-
-CUresult gs_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                    CUstream stream) {
-  GS_REAL(cuMemAllocFromPoolAsync);
-  if (disabled()) return real(dptr, bytesize, pool, stream);
-  return charge_and_allocate(
-      "cuMemAllocFromPoolAsync", current_device(), bytesize, true, g_runtime.allocations,
-      [&] { return real(dptr, bytesize, pool, stream); },
-      [&] { return static_cast<std::uint64_t>(*dptr); });
-}
-
-CUresult gs_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                         CUstream stream) {
-  GS_REAL(cuMemAllocFromPoolAsync_ptsz);
-  if (disabled()) return real(dptr, bytesize, pool, stream);
-  return charge_and_allocate(
-      "cuMemAllocFromPoolAsync_ptsz", current_device(), bytesize, true, g_runtime.allocations,
-      [&] { return real(dptr, bytesize, pool, stream); },
-      [&] { return static_cast<std::uint64_t>(*dptr); });
-}
-
-CUresult gs_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-  GS_REAL(cuMemFreeAsync);
-  if (disabled()) return real(dptr, stream);
-  return release_and_free(g_runtime.allocations, dptr, [&] { return real(dptr, stream); });
-}
-
-CUresult gs_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
-  GS_REAL(cuMemFreeAsync_ptsz);
-  if (disabled()) return real(dptr, stream);
-  return release_and_free(g_runtime.allocations, dptr, [&] { return real(dptr, stream); });
-}
-
-CUresult gs_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
-                        const CUmemAllocationProp* prop, unsigned long long flags) {
-  GS_REAL(cuMemCreate);
-  if (disabled() || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-    return real(handle, size, prop, flags);
+  AllocationRecord record{0, -1, 0};
+  if (pool_take(dptr, &record)) {  // cuMemFree of a stream-ordered allocation
+    CUresult result = real(dptr);
+    pool_after_free(dptr, record, result == CUDA_SUCCESS);
+    return result;
   }
-  if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
-  return charge_and_allocate(
-      "cuMemCreate", prop->location.id, size, false, g_runtime.handles,
-      [&] { return real(handle, size, prop, flags); },
-      [&] { return static_cast<std::uint64_t>(*handle); });
-}
-
-CUresult gs_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  GS_REAL(cuMemRelease);
-  if (disabled()) return real(handle);
-  return release_and_free(g_runtime.handles, handle, [&] { return real(handle); });
+  return free_charged(dptr, [&] { return real(dptr); });
 }
 
 CUresult gs_cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* descriptor) {
@@ -243,8 +181,7 @@ CUresult gs_cuArrayDestroy(CUarray array) {
 }
 
 CUresult gs_cuMipmappedArrayCreate(CUmipmappedArray* array,
-                                   const CUDA_ARRAY3D_DESCRIPTOR* descriptor,
-                                   unsigned int levels) {
+                                   const CUDA_ARRAY3D_DESCRIPTOR* descriptor, unsigned int levels) {
   GS_REAL(cuMipmappedArrayCreate);
   if (disabled() || descriptor == nullptr) return real(array, descriptor, levels);
   std::uint64_t bytes = array_bytes(descriptor->Width, descriptor->Height, descriptor->Depth,
@@ -260,4 +197,90 @@ CUresult gs_cuMipmappedArrayDestroy(CUmipmappedArray array) {
   if (disabled()) return real(array);
   return release_and_free(g_runtime.handles, reinterpret_cast<std::uint64_t>(array),
                           [&] { return real(array); });
+}
+
+// The legacy entry points (CUDA 2.0/3.0: 32-bit device addresses and
+// sizes), which cuGetProcAddress hands out below version 3020 and old
+// binaries link by name: wrapped with their own signatures, charged and
+// freed like their successors, and shown the virtual GPU (clamped to what
+// 32 bits can say).
+namespace legacy = gpushare::interpose::legacy;
+
+CUresult gs_cuMemAlloc(legacy::DevicePointer* dptr, unsigned int bytesize) {
+  GS_REAL(cuMemAlloc);
+  if (disabled() || dptr == nullptr) return real(dptr, bytesize);
+  return charge_and_allocate(
+      "cuMemAlloc", current_device(), bytesize, true, g_runtime.allocations,
+      [&] { return real(dptr, bytesize); }, [&] { return static_cast<std::uint64_t>(*dptr); });
+}
+
+CUresult gs_cuMemAllocPitch(legacy::DevicePointer* dptr, unsigned int* pitch, unsigned int width,
+                            unsigned int height, unsigned int element_size) {
+  GS_REAL(cuMemAllocPitch);
+  if (disabled() || dptr == nullptr || pitch == nullptr) {
+    return real(dptr, pitch, width, height, element_size);
+  }
+  // As the _v2 wrapper first reserves: the width rounded up to 512 bytes.
+  std::uint64_t bytes = ((static_cast<std::uint64_t>(width) + 511) & ~511ull) * height;
+  return charge_and_allocate(
+      "cuMemAllocPitch", current_device(), bytes, true, g_runtime.allocations,
+      [&] { return real(dptr, pitch, width, height, element_size); },
+      [&] { return static_cast<std::uint64_t>(*dptr); });
+}
+
+CUresult gs_cuMemFree(legacy::DevicePointer dptr) {
+  GS_REAL(cuMemFree);
+  if (disabled()) return real(dptr);
+  return free_charged(dptr, [&] { return real(dptr); });
+}
+
+namespace {
+unsigned int clamp32(std::size_t value) {
+  return value > 0xffffffffu ? 0xffffffffu : static_cast<unsigned int>(value);
+}
+}  // namespace
+
+CUresult gs_cuMemGetInfo(unsigned int* free, unsigned int* total) {
+  GS_REAL(cuMemGetInfo);
+  if (disabled()) return real(free, total);
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::size_t free64 = 0, total64 = 0;
+  CUresult result = gs_cuMemGetInfo_v2(&free64, &total64);
+  if (result == CUDA_SUCCESS) {
+    *free = clamp32(free64);
+    *total = clamp32(total64);
+  }
+  return result;
+}
+
+CUresult gs_cuDeviceTotalMem(unsigned int* bytes, legacy::Device device) {
+  GS_REAL(cuDeviceTotalMem);
+  if (disabled()) return real(bytes, device);
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::size_t total = 0;
+  CUresult result = gs_cuDeviceTotalMem_v2(&total, device);
+  if (result == CUDA_SUCCESS) *bytes = clamp32(total);
+  return result;
+}
+
+CUresult gs_cuArrayCreate(CUarray* array, const legacy::ArrayDescriptor* descriptor) {
+  GS_REAL(cuArrayCreate);
+  if (disabled() || descriptor == nullptr || array == nullptr) return real(array, descriptor);
+  std::uint64_t bytes = array_bytes(descriptor->Width, descriptor->Height, 1, descriptor->Format,
+                                    descriptor->NumChannels, 1);
+  return charge_and_allocate(
+      "cuArrayCreate", current_device(), bytes, true, g_runtime.handles,
+      [&] { return real(array, descriptor); },
+      [&] { return reinterpret_cast<std::uint64_t>(*array); });
+}
+
+CUresult gs_cuArray3DCreate(CUarray* array, const legacy::Array3DDescriptor* descriptor) {
+  GS_REAL(cuArray3DCreate);
+  if (disabled() || descriptor == nullptr || array == nullptr) return real(array, descriptor);
+  std::uint64_t bytes = array_bytes(descriptor->Width, descriptor->Height, descriptor->Depth,
+                                    descriptor->Format, descriptor->NumChannels, 1);
+  return charge_and_allocate(
+      "cuArray3DCreate", current_device(), bytes, true, g_runtime.handles,
+      [&] { return real(array, descriptor); },
+      [&] { return reinterpret_cast<std::uint64_t>(*array); });
 }

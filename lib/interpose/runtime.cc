@@ -13,6 +13,7 @@
 #include "interpose/log.h"
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
+#include "interpose/tree.h"
 
 namespace gpushare::interpose {
 
@@ -125,6 +126,7 @@ void enumerate_devices() {
   for (int index = 0; index < count; ++index) {
     rt.devices[index].budget.set_mirror(&g_counters.mem_used_bytes[index]);
   }
+  join_process_tree(count);  // issue 18 (5): one budget for the job's processes
   rt.device_count.store(count, std::memory_order_release);
   start_coordinator_client(count);
 }

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "interpose/accounting.h"
+#include "interpose/legacy_types.h"
 #include "interpose/settings.h"
 
 #define GS_EXPORT extern "C" __attribute__((visibility("default")))

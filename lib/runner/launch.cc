@@ -96,6 +96,9 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   };
 
   set("LD_PRELOAD", prepend_path(paths.interposer, getenv("LD_PRELOAD")));
+  // The audit module sees the bindings LD_PRELOAD cannot (RTLD_DEEPBIND,
+  // dlmopen namespaces): gpushare-run(1), SECURITY.
+  if (!paths.auditor.empty()) set("LD_AUDIT", prepend_path(paths.auditor, getenv("LD_AUDIT")));
   if (request.sim) set("LD_LIBRARY_PATH", prepend_path(paths.sim_dir, getenv("LD_LIBRARY_PATH")));
   set("GPUSHARE_QOS", qos_name(request.qos));
 
@@ -153,6 +156,8 @@ Result<InstallPaths> locate_install(const std::string& executable_path, const Ge
     if (exists(candidate)) {
       paths.interposer = candidate;
       paths.sim_dir = dirname_of(candidate) + "/sim";
+      std::string auditor = dirname_of(candidate) + "/libgpushare-audit.so";
+      if (exists(auditor)) paths.auditor = auditor;
       return paths;
     }
   }

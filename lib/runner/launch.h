@@ -31,6 +31,7 @@ struct RunRequest {
 struct InstallPaths {
   std::string interposer;  ///< libgpushare-interpose.so
   std::string sim_dir;     ///< directory holding the simulated libcuda.so.1
+  std::string auditor;     ///< libgpushare-audit.so (LD_AUDIT), empty when not installed
 };
 
 struct LaunchPlan {

@@ -9,3 +9,6 @@ program="$libexec/tests/gs-dlsym-next"
 [ "$("$program")" = "next=2" ] || fail "control run: RTLD_NEXT broken without the interposer"
 [ "$(LD_PRELOAD="$libexec/libgpushare-interpose.so" "$program")" = "next=2" ] ||
   fail "RTLD_NEXT through the interposer's dlsym found the wrong definition"
+# The same with the audit module gpushare-run sets (LD_AUDIT).
+[ "$(LD_AUDIT="$libexec/libgpushare-audit.so" LD_PRELOAD="$libexec/libgpushare-interpose.so" \
+  "$program")" = "next=2" ] || fail "RTLD_NEXT under the audit module found the wrong definition"

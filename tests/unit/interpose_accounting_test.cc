@@ -71,7 +71,7 @@ TEST_CASE("the virtual view is clamped and never negative", "[interpose]") {
   CHECK(v.free == 3ull << 30);
   v = virtual_view(~0ull, 16ull << 30, 10ull << 30, 1ull << 30);  // no limit
   CHECK(v.total == 16ull << 30);
-  CHECK(v.free == 10ull << 30);  // what is physically free
+  CHECK(v.free == 10ull << 30);                                       // what is physically free
   v = virtual_view(4ull << 30, 16ull << 30, 1ull << 30, 1ull << 30);  // others hold the rest
   CHECK(v.free == 1ull << 30);
   CHECK(v.reserved == 2ull << 30);  // total = used + free + reserved (4 = 1 + 1 + 2)
@@ -133,4 +133,87 @@ TEST_CASE("the allocation table matches a reference map under churn", "[interpos
     AllocationRecord got{};
     CHECK(table.find(key, &got));
   }
+}
+
+TEST_CASE("a VMM handle is gone only when released and unmapped", "[interpose]") {
+  AllocationTable table;
+  AllocationRecord created{1 << 20, 0, 0};
+  created.references = 1;
+  REQUIRE(table.insert(0x100, created));
+  AllocationRecord record{0, -1, 0};
+  bool gone = true;
+  REQUIRE(table.adjust(0x100, 0, 1, &record, &gone));  // mapped
+  CHECK_FALSE(gone);
+  REQUIRE(table.adjust(0x100, 1, 0, &record, &gone));  // retained
+  REQUIRE(table.adjust(0x100, -1, 0, &record, &gone));
+  REQUIRE(table.adjust(0x100, -1, 0, &record, &gone));  // released while mapped
+  CHECK_FALSE(gone);
+  CHECK(record.references == 0);
+  CHECK(record.mappings == 1);
+  REQUIRE(table.adjust(0x100, 0, -1, &record, &gone));  // the last unmap
+  CHECK(gone);
+  CHECK(record.bytes == (1u << 20));
+  CHECK(table.size() == 0);
+  CHECK_FALSE(table.adjust(0x100, 0, -1, &record, &gone));
+  // Counts never wrap below zero.
+  REQUIRE(table.insert(0x200, created));
+  REQUIRE(table.adjust(0x200, 0, -3, &record, &gone));
+  CHECK(record.mappings == 0);
+  CHECK_FALSE(gone);
+}
+
+TEST_CASE("relink moves a pool's allocations and sums them", "[interpose]") {
+  AllocationTable table;
+  for (std::uint64_t key = 1; key <= 10; ++key) {
+    AllocationRecord record{key * 100, 0, 0};
+    record.link = key % 2 == 0 ? 0xabc : 0xdef;
+    REQUIRE(table.insert(key * 4096, record));
+  }
+  CHECK(table.relink(0xabc, 0) == 100 * (2 + 4 + 6 + 8 + 10));
+  CHECK(table.relink(0xabc, 0) == 0);
+  std::uint64_t keys[16];
+  CHECK(table.keys(keys, 16) == 10);
+  CHECK(table.keys(keys, 3) == 3);
+}
+
+namespace {
+std::atomic<int> g_reclaims{0};
+std::atomic<std::uint64_t> g_dead_slot{0};
+std::atomic<std::uint64_t>* g_tree_sum = nullptr;
+bool reclaim_for_test() {
+  ++g_reclaims;
+  std::uint64_t bytes = g_dead_slot.exchange(0);
+  if (bytes == 0) return false;
+  g_tree_sum->fetch_sub(bytes);
+  return true;
+}
+}  // namespace
+
+TEST_CASE("budgets attached to one tree share the limit and reclaim the dead", "[interpose]") {
+  std::atomic<std::uint64_t> tree{0}, slot_a{0}, slot_b{0};
+  g_tree_sum = &tree;
+  DeviceBudget a, b;
+  REQUIRE(a.try_reserve(100, 1000));  // held before joining counts in the tree
+  a.attach(&tree, &slot_a, &reclaim_for_test);
+  b.attach(&tree, &slot_b, &reclaim_for_test);
+  CHECK(tree.load() == 100);
+  CHECK(slot_a.load() == 100);
+  REQUIRE(b.try_reserve(800, 1000));
+  CHECK_FALSE(a.try_reserve(200, 1000));  // 1100 would pass the tree's limit
+  CHECK(g_reclaims.load() == 1);
+  CHECK(a.held() == 900);
+  CHECK(a.own() == 100);
+  CHECK(b.own() == 800);
+  // A dead process's 300 bytes are reclaimed on refusal, then the retry fits.
+  tree.fetch_add(300);
+  g_dead_slot = 300;
+  REQUIRE(a.try_reserve(100, 1000));
+  CHECK(tree.load() == 1000);
+  // Releasing never takes more than this process holds from the tree.
+  b.release(5000);
+  CHECK(b.own() == 0);
+  CHECK(tree.load() == 200);
+  a.reset();  // after fork: detached, the slot untouched
+  CHECK(a.own() == 0);
+  CHECK(slot_a.load() == 200);
 }

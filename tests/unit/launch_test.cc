@@ -1,7 +1,7 @@
+#include "runner/launch.h"
+
 #include <catch2/catch.hpp>
 #include <map>
-
-#include "runner/launch.h"
 
 using gpushare::InstallPaths;
 using gpushare::plan_launch;
@@ -24,7 +24,8 @@ std::map<std::string, std::string> env_of(const gpushare::LaunchPlan& plan) {
   return {plan.environment.begin(), plan.environment.end()};
 }
 
-const InstallPaths kPaths{"/p/lib/gpushare/libgpushare-interpose.so", "/p/lib/gpushare/sim"};
+const InstallPaths kPaths{"/p/lib/gpushare/libgpushare-interpose.so", "/p/lib/gpushare/sim",
+                          "/p/lib/gpushare/libgpushare-audit.so"};
 
 }  // namespace
 
@@ -39,6 +40,21 @@ TEST_CASE("the interposer is prepended to LD_PRELOAD, keeping what is there", "[
   FakeEnv existing{{{"LD_PRELOAD", "/x/libfoo.so"}}};
   plan = plan_launch(request, kPaths, existing.getter());
   CHECK(env_of(*plan)["LD_PRELOAD"] == kPaths.interposer + ":/x/libfoo.so");
+}
+
+TEST_CASE("the audit module is prepended to LD_AUDIT when installed", "[run]") {
+  RunRequest request;
+  request.command = {"python"};
+  FakeEnv existing{{{"LD_AUDIT", "/x/libaudit.so"}}};
+  auto plan = plan_launch(request, kPaths, existing.getter());
+  REQUIRE(plan);
+  CHECK(env_of(*plan)["LD_AUDIT"] == kPaths.auditor + ":/x/libaudit.so");
+  InstallPaths without = kPaths;
+  without.auditor.clear();
+  FakeEnv empty;
+  plan = plan_launch(request, without, empty.getter());
+  REQUIRE(plan);
+  CHECK(env_of(*plan).count("LD_AUDIT") == 0);
 }
 
 TEST_CASE("defaults: production, named after the command, no limit", "[run]") {

@@ -1,0 +1,241 @@
+// A job is a process tree (issue 18, item 5): one memory limit for
+// everything gpushare-run starts, per device, summed over the processes.
+//
+// The first process of a job that loads the interposer (the command
+// gpushare-run execs) creates a small shared file, private to the user
+// (/dev/shm, O_EXCL, mode 0600, a random name), and puts its path in
+// GPUSHARE_TREE, which every descendant inherits. Each process that uses a
+// device joins the file when its devices are enumerated: it takes a slot
+// (its pid and start time) and, per device, counts what it holds in its
+// slot and in the tree's sum, both in the file. Devices are matched by
+// UUID, since the tree's processes may see them under different indexes
+// (torchrun gives each worker its own CUDA_VISIBLE_DEVICES). A reservation
+// is a compare-and-swap on the tree's sum against the limit (accounting.h),
+// so the processes of a job can never pass the limit together.
+//
+// A process that exits gives its slot back (a destructor); one that is
+// killed leaves its slot, and the first reservation of the tree that is
+// refused reclaims the slots of dead processes (a pid that no longer exists,
+// or that now belongs to a process started at another time) and tries once
+// more. Joining is serialised with flock(2) on the file, which dies with
+// its holder.
+//
+// What is not shared: live limits and ls are per process (each registers
+// with the coordinator on its own), and a descendant that clears its
+// environment, or that the file's creator outlived by unlinking it at its
+// exit, counts on its own.
+#include "interpose/tree.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "interpose/log.h"
+#include "interpose/runtime.h"
+
+namespace gpushare::interpose {
+namespace {
+
+constexpr std::uint32_t kTreeMagic = 0x45525447;  // "GTRE" little-endian
+constexpr std::uint32_t kTreeVersion = 1;
+constexpr int kTreeSlots = 256;
+constexpr int kTreeDevices = 16;
+
+struct TreeDevice {
+  std::atomic<std::uint32_t> ready;  // 1 once uuid is written
+  std::uint32_t pad;
+  unsigned char uuid[16];
+  std::atomic<std::uint64_t> held;  // the tree's sum
+};
+
+struct TreeSlot {
+  std::atomic<std::int32_t> pid;  // 0 free, -1 being reclaimed
+  std::uint32_t pad;
+  std::atomic<std::uint64_t> start_time;
+  std::atomic<std::uint64_t> held[kTreeDevices];  // by TreeDevice index
+};
+
+struct TreeFile {
+  std::uint32_t magic;
+  std::uint32_t version;
+  TreeDevice devices[kTreeDevices];
+  TreeSlot slots[kTreeSlots];
+};
+
+TreeFile* g_tree = nullptr;
+TreeSlot* g_slot = nullptr;
+pid_t g_creator = 0;  // the process that created the file, which unlinks it
+char g_created_path[128] = "";
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks.
+std::uint64_t start_time_of(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[1024];
+  ssize_t length = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (length <= 0) return 0;
+  text[length] = '\0';
+  const char* field = std::strrchr(text, ')');  // the name may hold spaces
+  for (int index = 2; field != nullptr && index < 22; ++index) field = std::strchr(field + 1, ' ');
+  return field != nullptr ? std::strtoull(field + 1, nullptr, 10) : 0;
+}
+
+bool is_dead(pid_t pid, std::uint64_t start_time) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::uint64_t now = start_time_of(pid);
+  return now != 0 && start_time != 0 && now != start_time;  // the pid was reused
+}
+
+bool reclaim_dead() {
+  TreeFile* tree = g_tree;
+  if (tree == nullptr) return false;
+  bool found = false;
+  for (TreeSlot& slot : tree->slots) {
+    std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+    if (pid <= 0 || pid == getpid() || !is_dead(pid, slot.start_time.load())) continue;
+    if (!slot.pid.compare_exchange_strong(pid, -1, std::memory_order_acq_rel)) continue;
+    for (int d = 0; d < kTreeDevices; ++d) {
+      std::uint64_t bytes = slot.held[d].exchange(0, std::memory_order_acq_rel);
+      std::uint64_t sum = tree->devices[d].held.load(std::memory_order_relaxed);
+      while (!tree->devices[d].held.compare_exchange_weak(sum, sum > bytes ? sum - bytes : 0)) {
+      }
+    }
+    GS_INFO("gave back the charges of process %d of this job, which is gone", pid);
+    slot.pid.store(0, std::memory_order_release);
+    found = true;
+  }
+  return found;
+}
+
+TreeSlot* claim_slot(TreeFile* tree) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (TreeSlot& slot : tree->slots) {
+      std::int32_t free = 0;
+      if (slot.pid.compare_exchange_strong(free, getpid(), std::memory_order_acq_rel)) {
+        slot.start_time.store(start_time_of(getpid()), std::memory_order_release);
+        return &slot;
+      }
+    }
+    if (!reclaim_dead()) break;
+  }
+  return nullptr;
+}
+
+int tree_device(TreeFile* tree, const CUuuid& uuid) {
+  for (int d = 0; d < kTreeDevices; ++d) {
+    TreeDevice& device = tree->devices[d];
+    if (device.ready.load(std::memory_order_acquire) == 0) {
+      std::memcpy(device.uuid, uuid.bytes, 16);
+      device.ready.store(1, std::memory_order_release);
+      return d;
+    }
+    if (std::memcmp(device.uuid, uuid.bytes, 16) == 0) return d;
+  }
+  return -1;
+}
+
+TreeFile* open_tree(const char* path, int* fd_out) {
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat info {};
+  // Only the user's own file, private, of the right size.
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != geteuid() ||
+      (info.st_mode & 077) != 0 || info.st_size != static_cast<off_t>(sizeof(TreeFile))) {
+    GS_WARN("GPUSHARE_TREE %s is not this user's private job file; counting on our own", path);
+    close(fd);
+    return nullptr;
+  }
+  void* memory = mmap(nullptr, sizeof(TreeFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (memory == MAP_FAILED) {
+    close(fd);
+    return nullptr;
+  }
+  auto* tree = static_cast<TreeFile*>(memory);
+  if (tree->magic != kTreeMagic || tree->version != kTreeVersion) {
+    munmap(memory, sizeof(TreeFile));
+    close(fd);
+    return nullptr;
+  }
+  *fd_out = fd;
+  return tree;
+}
+
+// The first process of the job creates the file before main, so that every
+// process it starts inherits its path.
+__attribute__((constructor)) void create_tree_file() {
+  const char* existing = std::getenv("GPUSHARE_TREE");
+  if ((existing != nullptr && *existing != '\0') || std::getenv("GPUSHARE_DISABLE") != nullptr) {
+    return;
+  }
+  unsigned long long token[2] = {0, 0};
+  if (getrandom(token, sizeof token, 0) != static_cast<ssize_t>(sizeof token)) return;
+  std::snprintf(g_created_path, sizeof g_created_path, "/dev/shm/gpushare-tree-%u-%016llx%016llx",
+                static_cast<unsigned>(geteuid()), token[0], token[1]);
+  int fd = open(g_created_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  TreeFile header{};
+  header.magic = kTreeMagic;
+  header.version = kTreeVersion;
+  bool written = ftruncate(fd, sizeof(TreeFile)) == 0 &&
+                 pwrite(fd, &header, 8, 0) == 8;  // magic and version; the rest is zero
+  close(fd);
+  if (!written || setenv("GPUSHARE_TREE", g_created_path, 1) != 0) {
+    unlink(g_created_path);
+    return;
+  }
+  g_creator = getpid();
+}
+
+__attribute__((destructor)) void leave_tree() {
+  if (g_tree != nullptr && g_slot != nullptr && g_slot->pid.load() == getpid()) {
+    for (int d = 0; d < kTreeDevices; ++d) {
+      std::uint64_t bytes = g_slot->held[d].exchange(0);
+      std::uint64_t sum = g_tree->devices[d].held.load(std::memory_order_relaxed);
+      while (!g_tree->devices[d].held.compare_exchange_weak(sum, sum > bytes ? sum - bytes : 0)) {
+      }
+    }
+    g_slot->pid.store(0, std::memory_order_release);
+  }
+  if (g_creator != 0 && g_creator == getpid()) unlink(g_created_path);
+}
+
+}  // namespace
+
+void join_process_tree(int device_count) {
+  const char* path = std::getenv("GPUSHARE_TREE");
+  if (path == nullptr || *path == '\0' || g_runtime.settings.disabled) return;
+  int fd = -1;
+  TreeFile* tree = open_tree(path, &fd);
+  if (tree == nullptr) return;
+  flock(fd, LOCK_EX);
+  g_tree = tree;
+  TreeSlot* slot = claim_slot(tree);
+  if (slot == nullptr) {
+    GS_WARN("the job's process tree has no free slot; this process counts on its own");
+  } else {
+    g_slot = slot;
+    for (int index = 0; index < device_count && index < kMaxDevices; ++index) {
+      int d = tree_device(tree, g_runtime.devices[index].uuid);
+      if (d < 0) continue;
+      g_runtime.devices[index].budget.attach(&tree->devices[d].held, &slot->held[d], &reclaim_dead);
+    }
+    GS_DEBUG("joined the job's process tree (%s)", path);
+  }
+  flock(fd, LOCK_UN);
+  close(fd);
+}
+
+}  // namespace gpushare::interpose
