@@ -141,8 +141,9 @@ bool read_link(EnvLookup lookup, void* context, SimConfig* config, const Reporte
     std::uint64_t* bytes_per_s;
     std::uint64_t fallback;
   };
-  const Speed speeds[] = {{"GPUSHARE_SIM_PCIE_GBPS", &config->link_bytes_per_s, kDefaultLinkBytesPerS},
-                          {"GPUSHARE_SIM_DTOD_GBPS", &config->local_bytes_per_s, kDefaultLocalBytesPerS}};
+  const Speed speeds[] = {
+      {"GPUSHARE_SIM_PCIE_GBPS", &config->link_bytes_per_s, kDefaultLinkBytesPerS},
+      {"GPUSHARE_SIM_DTOD_GBPS", &config->local_bytes_per_s, kDefaultLocalBytesPerS}};
   for (const Speed& speed : speeds) {
     *speed.bytes_per_s = speed.fallback;
     const char* text = lookup(speed.name, context);

@@ -54,17 +54,17 @@ std::int64_t link_duration_ns(std::uint64_t bytes, std::uint64_t bytes_per_s,
   if (bytes == 0) return 0;
   unsigned __int128 transfer = 0;
   if (bytes_per_s > 0) {
-    transfer = (static_cast<unsigned __int128>(bytes) * 1'000'000'000u + bytes_per_s - 1) /
-               bytes_per_s;
+    transfer =
+        (static_cast<unsigned __int128>(bytes) * 1'000'000'000u + bytes_per_s - 1) / bytes_per_s;
   }
-  unsigned __int128 total = transfer + static_cast<unsigned __int128>(latency_ns > 0 ? latency_ns : 0);
+  unsigned __int128 total =
+      transfer + static_cast<unsigned __int128>(latency_ns > 0 ? latency_ns : 0);
   return total > static_cast<unsigned __int128>(kMaxDurationNs) ? kMaxDurationNs
-                                                                 : static_cast<std::int64_t>(total);
+                                                                : static_cast<std::int64_t>(total);
 }
 
 LinkInterval link_reserve(LinkQueue* const* lanes, int count, std::int64_t now_ns,
-                          std::int64_t earliest_ns, std::int64_t duration_ns,
-                          std::uint64_t bytes) {
+                          std::int64_t earliest_ns, std::int64_t duration_ns, std::uint64_t bytes) {
   for (int i = 0; i < count; ++i) forget_past(lanes[i], now_ns);
   std::int64_t start = max64(now_ns, earliest_ns);
   if (duration_ns <= 0) return LinkInterval{start, start};

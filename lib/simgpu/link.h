@@ -70,8 +70,7 @@ std::int64_t link_duration_ns(std::uint64_t bytes, std::uint64_t bytes_per_s,
 /// free; first forgets stretches that ended by now_ns. A zero duration
 /// reserves nothing and returns that time twice.
 LinkInterval link_reserve(LinkQueue* const* lanes, int count, std::int64_t now_ns,
-                          std::int64_t earliest_ns, std::int64_t duration_ns,
-                          std::uint64_t bytes);
+                          std::int64_t earliest_ns, std::int64_t duration_ns, std::uint64_t bytes);
 
 /// The end of the last stretch reserved on a lane (0 when none is kept).
 std::int64_t link_busy_until(const LinkQueue& lane);

@@ -102,7 +102,7 @@ struct StateHeader {
   std::uint32_t layout_version;
   std::uint32_t layout_bytes;
   std::uint32_t device_count;
-  std::uint32_t ready;  ///< 1 once initialised
+  std::uint32_t ready;                ///< 1 once initialised
   std::uint64_t migrate_bytes_per_s;  ///< a cap on migrations; 0: the link's speed
   std::uint32_t managed_slowdown_milli;
   std::uint32_t managed_high_water;  ///< managed records at and past this are free

@@ -28,7 +28,7 @@ TEST_CASE("a transfer takes the latency plus bytes over the bandwidth", "[sim][l
   CHECK(link_duration_ns(kGiB, 25'000'000'000, 0) == 42'949'673);  // rounded up
   CHECK(link_duration_ns(1, 25'000'000'000, 5000) == 5001);
   CHECK(link_duration_ns(0, 25'000'000'000, 5000) == 0);  // nothing to move, nothing to pay
-  CHECK(link_duration_ns(4096, 0, 7000) == 7000);        // no bandwidth: latency only
+  CHECK(link_duration_ns(4096, 0, 7000) == 7000);         // no bandwidth: latency only
   CHECK(link_duration_ns(1000, 1000, 0) == 1'000'000'000);
   // Huge transfers saturate instead of overflowing.
   CHECK(link_duration_ns(~0ull, 1, 0) > 0);
@@ -74,8 +74,8 @@ TEST_CASE("a transfer that can run now fills the gap before a later one", "[sim]
 
 TEST_CASE("a transfer between devices needs both lanes free at once", "[sim][link]") {
   Lanes lanes;
-  lanes.reserve(&lanes.from, 0, 0, 100);   // 0..100
-  lanes.reserve(&lanes.to, 0, 150, 100);   // 150..250
+  lanes.reserve(&lanes.from, 0, 0, 100);  // 0..100
+  lanes.reserve(&lanes.to, 0, 150, 100);  // 150..250
   LinkQueue* both[] = {&lanes.from, &lanes.to};
   LinkInterval peer = link_reserve(both, 2, 0, 0, 60, 1);
   CHECK(peer.start_ns == 250);  // 100..160 would overlap 150..250
