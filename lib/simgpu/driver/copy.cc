@@ -137,7 +137,7 @@ CUresult copy(std::uintptr_t destination, Side destination_side, std::uintptr_t 
     std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source),
                  bytes);
   }
-  if (end > now_ns()) sleep_until(end);
+  wait_transfer(end);
   return CUDA_SUCCESS;
 }
 
@@ -221,7 +221,7 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, bool async, bool pe
     std::memmove(reinterpret_cast<void*>(destination + row * copy->dstPitch),
                  reinterpret_cast<const void*>(source + row * copy->srcPitch), width);
   }
-  if (end > now_ns()) sleep_until(end);
+  wait_transfer(end);
   return CUDA_SUCCESS;
 }
 

@@ -332,6 +332,9 @@ std::int64_t reserve_transfer(StateLayout* layout, int from, int to, std::uint64
 /// Records managed bytes leaving `device` until `end_ns`: an allocation
 /// that needs them waits for that end. Requires the state lock.
 void note_outbound(StateLayout* layout, int device, std::uint64_t bytes, std::int64_t end_ns);
+/// Waits until a synchronous transfer ends, precisely: sleeps, then yields
+/// for the last 100 us (sleeps overshoot by the timer slack).
+void wait_transfer(std::int64_t end_ns);
 /// Asks the innermost DeferredWait of this thread to sleep until then.
 void defer_wait_until(std::int64_t deadline_ns);
 /// Sleeps, when it goes out of scope, until the latest deadline given to

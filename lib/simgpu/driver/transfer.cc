@@ -13,6 +13,8 @@
 // as free, but an allocation that needs them waits until they have left
 // (note_outbound), so capacity is never handed out before the copy that
 // frees it could have finished.
+#include <sched.h>
+
 #include "simgpu/driver/internal.h"
 
 namespace gpushare::simgpu::driver {
@@ -56,6 +58,14 @@ void note_outbound(StateLayout* layout, int device, std::uint64_t bytes, std::in
 
 void defer_wait_until(std::int64_t deadline_ns) {
   if (deadline_ns > t_deferred_until) t_deferred_until = deadline_ns;
+}
+
+void wait_transfer(std::int64_t end_ns) {
+  // A sleep overshoots by the thread's timer slack (50 us by default), more
+  // than a small copy takes; so the last stretch is waited out yielding.
+  constexpr std::int64_t kSlackNs = 100'000;
+  if (end_ns - kSlackNs > now_ns()) sleep_until(end_ns - kSlackNs);
+  while (now_ns() < end_ns) sched_yield();
 }
 
 DeferredWait::~DeferredWait() {
