@@ -15,7 +15,7 @@
 //   ctx-unset                            cuCtxSetCurrent(NULL): no current context
 //   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
 //   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
-//                                        pool vmm host
+//                                        pool vmm host; reports wall_ms
 //   free | free-all                      the last allocation | all of them
 //   refree                               free the last freed allocation again
 //   fill:SEED | check:SEED | memset:BYTE write, verify or memset the last allocation
@@ -439,7 +439,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
   } else if (name == "alloc") {
     std::size_t bytes = 0;
     if (args.size() != 3 || !parse_bytes(args[2], &bytes)) return false;
+    auto start = std::chrono::steady_clock::now();
     *result = allocate(client, args[1], bytes);
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
   } else if (name == "free" || name == "free-all") {
     *result = client.held.empty() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     while (!client.held.empty() && *result == CUDA_SUCCESS) {
