@@ -25,6 +25,8 @@
 //                                        allocation (dtod: its first SIZE bytes to the
 //                                        next); reports wall_ms
 //   copies:COUNT:SIZE                    COUNT synchronous HtoD copies; reports wall_ms
+//   managed-stats                        this process's managed bytes: total and on the
+//                                        device (the simulator's gpushare_sim_managed_stats)
 //   mark | elapsed                       record an event on the stream | record another,
 //                                        wait for it, report elapsed_ms since the mark
 //   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
@@ -501,6 +503,16 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
       return false;
     }
     field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
+  } else if (name == "managed-stats") {
+    using Stats = int (*)(int, int, unsigned long long*, unsigned long long*);
+    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto stats = reinterpret_cast<Stats>(
+        library != nullptr ? dlsym(library, "gpushare_sim_managed_stats") : nullptr);
+    unsigned long long total = 0, resident = 0;
+    *result = stats != nullptr ? static_cast<CUresult>(stats(client.device, 0, &total, &resident))
+                               : CUDA_ERROR_NOT_SUPPORTED;
+    field(client, "managed_bytes", total);
+    field(client, "device_bytes", resident);
   } else if (name == "mark" || name == "elapsed") {
     CUevent end = nullptr;
     float elapsed = 0;

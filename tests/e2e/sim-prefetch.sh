@@ -25,9 +25,9 @@ s=$scratch
 export GPUSHARE_SIM_EVICT=off
 "$client" init ctx stream alloc:managed:768MiB fill:7 advise:preferred-device info \
   ready:"$s/a-full" wait:"$s/b-refused" \
-  prefetch:host stream-sync info ready:"$s/a-spilled" wait:"$s/b-holds" \
-  prefetch:device stream-sync info check:7 ready:"$s/a-tried" wait:"$s/b-freed" \
-  prefetch:device stream-sync info check:7 >"$s/a.out" 2>"$s/a.err" &
+  prefetch:host stream-sync info managed-stats ready:"$s/a-spilled" wait:"$s/b-holds" \
+  prefetch:device stream-sync info managed-stats check:7 ready:"$s/a-tried" wait:"$s/b-freed" \
+  prefetch:device stream-sync info managed-stats check:7 >"$s/a.out" 2>"$s/a.err" &
 owner=$!
 "$client" wait:"$s/a-full" init ctx ?alloc:plain:768MiB ready:"$s/b-refused" >"$s/b1.out" 2>&1 ||
   fail "the first allocator failed: $(cat "$s/b1.out")"
@@ -51,6 +51,14 @@ free=$(field "$s/a.out" info free_bytes 3)
 [ "$free" = 0 ] || fail "a prefetch back beside 768 MiB left $free bytes free, want 0"
 free=$(field "$s/a.out" info free_bytes 4)
 [ "$free" = $((256 * MiB)) ] || fail "all back: $free bytes free, want 256 MiB"
+# The owner's own view (the simulator's gpushare_sim_managed_stats): on the
+# device, 0, then 256 MiB, then all 768 MiB.
+for n in 1 2 3; do
+  [ "$(field "$s/a.out" managed-stats managed_bytes "$n")" = $((768 * MiB)) ] ||
+    fail "managed-stats $n: $(cat "$s/a.out")"
+done
+resident="$(field "$s/a.out" managed-stats device_bytes 1) $(field "$s/a.out" managed-stats device_bytes 2) $(field "$s/a.out" managed-stats device_bytes 3)"
+[ "$resident" = "0 $((256 * MiB)) $((768 * MiB))" ] || fail "device-resident bytes $resident"
 [ "$(grep -c '"step":"check","result":"CUDA_SUCCESS"' "$s/a.out")" = 2 ] ||
   fail "the data did not survive: $(cat "$s/a.out")"
 
