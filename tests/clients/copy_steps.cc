@@ -50,14 +50,14 @@ bool run_copy(const Api& api, CUstream stream, CUdeviceptr device, std::size_t d
   return true;
 }
 
-CUresult run_copies(const Api& api, CUdeviceptr device, std::size_t device_bytes,
-                    unsigned long long count, std::size_t bytes) {
+CUresult run_copies(const Api& api, CUstream stream, CUdeviceptr device, std::size_t device_bytes,
+                    unsigned long long count, std::size_t bytes, bool async) {
   if (device_bytes < bytes) return CUDA_ERROR_INVALID_VALUE;
   std::vector<unsigned char> host(bytes == 0 ? 1 : bytes, 0x5a);
   for (unsigned long long i = 0; i < count; ++i) {
-    if (CUresult status = api.cuMemcpyHtoD_v2(device, host.data(), bytes); status != CUDA_SUCCESS) {
-      return status;
-    }
+    CUresult status = async ? api.cuMemcpyHtoDAsync_v2(device, host.data(), bytes, stream)
+                            : api.cuMemcpyHtoD_v2(device, host.data(), bytes);
+    if (status != CUDA_SUCCESS) return status;
   }
   return CUDA_SUCCESS;
 }

@@ -18,9 +18,10 @@ namespace gpushare::clients {
 bool run_copy(const Api& api, CUstream stream, CUdeviceptr device, std::size_t device_bytes,
               const std::string& direction, std::size_t bytes, bool async, CUresult* result);
 
-/// copies:COUNT:SIZE: COUNT synchronous host-to-device copies of SIZE
-/// bytes into the allocation, for the cost of one call.
-CUresult run_copies(const Api& api, CUdeviceptr device, std::size_t device_bytes,
-                    unsigned long long count, std::size_t bytes);
+/// copies:COUNT:SIZE[:async]: COUNT host-to-device copies of SIZE bytes
+/// into the allocation (asynchronous ones on `stream`), for the cost of
+/// one call.
+CUresult run_copies(const Api& api, CUstream stream, CUdeviceptr device, std::size_t device_bytes,
+                    unsigned long long count, std::size_t bytes, bool async);
 
 }  // namespace gpushare::clients

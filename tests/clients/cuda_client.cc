@@ -24,7 +24,7 @@
 //   copy:htod|dtoh|dtod:SIZE[:async]     a copy between a host buffer and the last
 //                                        allocation (dtod: its first SIZE bytes to the
 //                                        next); reports wall_ms
-//   copies:COUNT:SIZE                    COUNT synchronous HtoD copies; reports wall_ms
+//   copies:COUNT:SIZE[:async]            COUNT HtoD copies; reports wall_ms
 //   managed-stats                        this process's managed bytes: total and on the
 //                                        device (the simulator's gpushare_sim_managed_stats)
 //   mark | elapsed                       record an event on the stream | record another,
@@ -495,7 +495,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     auto start = std::chrono::steady_clock::now();
     if (name == "copies") {
       if (!parse_number(args[1], &a)) return false;
-      *result = gpushare::clients::run_copies(api, held.pointer, held.bytes, a, bytes);
+      if (args.size() > 4 || (args.size() == 4 && args[3] != "async")) return false;
+      *result = gpushare::clients::run_copies(api, client.stream, held.pointer, held.bytes, a,
+                                              bytes, args.size() == 4);
     } else if (args.size() > 4 || (args.size() == 4 && args[3] != "async" && args[3] != "sync") ||
                !gpushare::clients::run_copy(api, client.stream, held.pointer, held.bytes, args[1],
                                             bytes, args.size() == 4 && args[3] == "async",
