@@ -335,14 +335,15 @@ void note_outbound(StateLayout* layout, int device, std::uint64_t bytes, std::in
 /// Waits until a synchronous transfer ends, precisely: sleeps, then yields
 /// for the last 100 us (sleeps overshoot by the timer slack).
 void wait_transfer(std::int64_t end_ns);
-/// Asks the innermost DeferredWait of this thread to sleep until then.
+/// Asks this thread's outermost DeferredWait to sleep until then; without
+/// one, sleeps at once.
 void defer_wait_until(std::int64_t deadline_ns);
 /// Sleeps, when it goes out of scope, until the latest deadline given to
 /// defer_wait_until() meanwhile: an allocation waits for the eviction it
 /// caused. Declared before the LocalLock, it sleeps after the lock is gone.
 class DeferredWait {
  public:
-  DeferredWait() = default;
+  DeferredWait();
   ~DeferredWait();
   DeferredWait(const DeferredWait&) = delete;
   DeferredWait& operator=(const DeferredWait&) = delete;

@@ -21,6 +21,7 @@ namespace gpushare::simgpu::driver {
 namespace {
 
 thread_local std::int64_t t_deferred_until = 0;
+thread_local int t_deferred_depth = 0;  ///< DeferredWait objects alive
 
 bool on_device(int place) { return place >= 0 && place < kMaxDevices; }
 
@@ -57,6 +58,12 @@ void note_outbound(StateLayout* layout, int device, std::uint64_t bytes, std::in
 }
 
 void defer_wait_until(std::int64_t deadline_ns) {
+  if (t_deferred_depth == 0) {
+    // No DeferredWait to hand it to (a context's creation evicted managed
+    // memory): wait here, holding the process's lock; such evictions are rare.
+    if (deadline_ns > now_ns()) sleep_until(deadline_ns);
+    return;
+  }
   if (deadline_ns > t_deferred_until) t_deferred_until = deadline_ns;
 }
 
@@ -68,7 +75,10 @@ void wait_transfer(std::int64_t end_ns) {
   while (now_ns() < end_ns) sched_yield();
 }
 
+DeferredWait::DeferredWait() { ++t_deferred_depth; }
+
 DeferredWait::~DeferredWait() {
+  if (--t_deferred_depth > 0) return;  // the outermost one waits
   std::int64_t until = t_deferred_until;
   t_deferred_until = 0;
   if (until > now_ns()) sleep_until(until);
