@@ -133,6 +133,60 @@ bool read_count(EnvLookup lookup, void* context, const char* name, std::uint64_t
   return true;
 }
 
+// GPUSHARE_SIM_PCIE_GBPS, GPUSHARE_SIM_PCIE_LATENCY_US, GPUSHARE_SIM_DTOD_GBPS,
+// GPUSHARE_SIM_MIGRATE_BANDWIDTH and GPUSHARE_SIM_EVICT.
+bool read_link(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
+  struct Speed {
+    const char* name;
+    std::uint64_t* bytes_per_s;
+    std::uint64_t fallback;
+  };
+  const Speed speeds[] = {
+      {"GPUSHARE_SIM_PCIE_GBPS", &config->link_bytes_per_s, kDefaultLinkBytesPerS},
+      {"GPUSHARE_SIM_DTOD_GBPS", &config->local_bytes_per_s, kDefaultLocalBytesPerS}};
+  for (const Speed& speed : speeds) {
+    *speed.bytes_per_s = speed.fallback;
+    const char* text = lookup(speed.name, context);
+    if (text == nullptr) continue;
+    const char* why = nullptr;
+    std::uint64_t milli = 0;  // thousandths of a GB/s: MB/s
+    if (!parse_milli(text, &milli, &why)) return report.fail(speed.name, text, why);
+    if (milli < 1 || milli > 100'000'000) {
+      return report.fail_range(speed.name, text, "0.001 to 100000 (GB/s)");
+    }
+    *speed.bytes_per_s = milli * 1'000'000;
+  }
+  std::uint64_t value = kDefaultLinkLatencyNs / 1000;
+  if (!read_count(lookup, context, "GPUSHARE_SIM_PCIE_LATENCY_US", 0, 1000000, "0 to 1000000",
+                  &value, report)) {
+    return false;
+  }
+  config->link_latency_ns = static_cast<std::int64_t>(value) * 1000;
+
+  config->migrate_bytes_per_s = 0;  // migrations run at the link's speed
+  if (const char* text = lookup("GPUSHARE_SIM_MIGRATE_BANDWIDTH", context)) {
+    const char* why = nullptr;
+    std::uint64_t bytes = 0;
+    if (!parse_one_size(text, &bytes, &why)) {
+      return report.fail("GPUSHARE_SIM_MIGRATE_BANDWIDTH", text, why);
+    }
+    if (bytes < (1ull << 20)) {
+      return report.fail_range("GPUSHARE_SIM_MIGRATE_BANDWIDTH", text, "at least 1MiB per second");
+    }
+    config->migrate_bytes_per_s = bytes;
+  }
+
+  config->evict = true;
+  if (const char* text = lookup("GPUSHARE_SIM_EVICT", context)) {
+    std::string_view word(text);
+    if (word != "on" && word != "off") {
+      return report.fail("GPUSHARE_SIM_EVICT", text, "is neither 'on' nor 'off'");
+    }
+    config->evict = word == "on";
+  }
+  return true;
+}
+
 // GPUSHARE_SIM_SCHED, GPUSHARE_SIM_TIMESLICE and GPUSHARE_SIM_SWITCH_US.
 bool read_scheduling(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
   config->sched_policy = 0;
@@ -246,18 +300,7 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
     config->devices[i] = {memory[i], overhead[i], static_cast<std::uint32_t>(sms[i])};
   }
 
-  config->migrate_bytes_per_s = kDefaultMigrateBytesPerS;
-  if (const char* text = lookup("GPUSHARE_SIM_MIGRATE_BANDWIDTH", context)) {
-    const char* why = nullptr;
-    std::uint64_t bytes = 0;
-    if (!parse_one_size(text, &bytes, &why)) {
-      return report.fail("GPUSHARE_SIM_MIGRATE_BANDWIDTH", text, why);
-    }
-    if (bytes < (1ull << 20)) {
-      return report.fail_range("GPUSHARE_SIM_MIGRATE_BANDWIDTH", text, "at least 1MiB per second");
-    }
-    config->migrate_bytes_per_s = bytes;
-  }
+  if (!read_link(lookup, context, config, report)) return false;
 
   config->managed_slowdown_milli = kDefaultManagedSlowdownMilli;
   if (const char* text = lookup("GPUSHARE_SIM_MANAGED_SLOWDOWN", context)) {

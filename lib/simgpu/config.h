@@ -29,8 +29,18 @@ struct SimConfig {
   bool state_in_private_directory;
   int device_count;
   DeviceConfig devices[kMaxDevices];
-  /// Managed-memory migration speed (GPUSHARE_SIM_MIGRATE_BANDWIDTH).
+  /// Host link speed, bytes per second (GPUSHARE_SIM_PCIE_GBPS).
+  std::uint64_t link_bytes_per_s;
+  /// Fixed cost of each transfer (GPUSHARE_SIM_PCIE_LATENCY_US).
+  std::int64_t link_latency_ns;
+  /// Device-to-device copies on one device (GPUSHARE_SIM_DTOD_GBPS).
+  std::uint64_t local_bytes_per_s;
+  /// A cap on managed-memory migrations below the link's speed
+  /// (GPUSHARE_SIM_MIGRATE_BANDWIDTH); 0: none.
   std::uint64_t migrate_bytes_per_s;
+  /// Whether an allocation that does not fit evicts managed memory
+  /// (GPUSHARE_SIM_EVICT).
+  bool evict;
   /// Extra kernel time, in thousandths, when all of a context's managed
   /// memory is on the host (GPUSHARE_SIM_MANAGED_SLOWDOWN=4 gives 4000).
   std::uint32_t managed_slowdown_milli;
@@ -50,7 +60,9 @@ struct SimConfig {
 inline constexpr std::uint64_t kDefaultMemoryBytes = 16ull << 30;
 inline constexpr std::uint64_t kDefaultCtxOverheadBytes = 256ull << 20;
 inline constexpr std::uint32_t kDefaultSms = 108;
-inline constexpr std::uint64_t kDefaultMigrateBytesPerS = 12ull << 30;
+inline constexpr std::uint64_t kDefaultLinkBytesPerS = 25'000'000'000;  // 25 GB/s
+inline constexpr std::int64_t kDefaultLinkLatencyNs = 5000;
+inline constexpr std::uint64_t kDefaultLocalBytesPerS = 800'000'000'000;  // 800 GB/s
 inline constexpr std::uint32_t kDefaultManagedSlowdownMilli = 4000;
 inline constexpr std::int64_t kDefaultTimesliceNs = 2000000;
 inline constexpr std::int64_t kDefaultSwitchNs = 25000;

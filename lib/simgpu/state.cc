@@ -37,56 +37,6 @@ const char* read_stat_fields(std::int32_t pid, char* buffer, std::size_t size) {
   return close_paren + 2;  // field 3, the state letter
 }
 
-// Indices read from the shared file are clamped before use: another
-// process (or a person) may scribble on it while we run, and that must
-// give wrong numbers at worst, never an access out of bounds.
-std::uint32_t managed_bound(const StateLayout* layout) {
-  std::uint32_t high = layout->header.managed_high_water;
-  return high < kMaxManaged ? high : kMaxManaged;
-}
-
-int device_index(const ManagedRecord& record) {
-  return record.device >= 0 && record.device < kMaxDevices ? record.device : 0;
-}
-
-std::uint64_t uncharge_saturating(std::uint64_t value, std::uint64_t bytes) {
-  return value > bytes ? value - bytes : 0;
-}
-
-// Moves up to `need` managed bytes on `device` to the host, skipping record
-// `exclude`. Memory not preferring the device goes first; memory that does
-// only when `allow_preferred`. Returns the bytes moved.
-std::uint64_t evict(StateLayout* layout, int device, std::uint64_t need, int exclude,
-                    bool allow_preferred) {
-  std::uint64_t freed = 0;
-  std::uint32_t high = managed_bound(layout);
-  for (int pass = 0; pass < (allow_preferred ? 2 : 1) && freed < need; ++pass) {
-    for (std::uint32_t i = 0; i < high && freed < need; ++i) {
-      ManagedRecord& record = layout->managed[i];
-      if (record.pid == 0 || record.device != device || static_cast<int>(i) == exclude) continue;
-      bool preferred = (record.flags & kManagedPreferDevice) != 0;
-      if (preferred != (pass == 1)) continue;
-      std::uint64_t take =
-          record.resident_bytes < need - freed ? record.resident_bytes : need - freed;
-      record.resident_bytes -= take;
-      freed += take;
-    }
-  }
-  if (freed > 0) ++layout->devices[device].managed_generation;
-  return freed;
-}
-
-std::uint64_t free_bytes(const StateLayout* layout, int device) {
-  std::uint64_t used = device_used(layout, device);
-  std::uint64_t total = layout->devices[device].memory_bytes;
-  return used < total ? total - used : 0;
-}
-
-void shrink_high_water(StateLayout* layout) {
-  std::uint32_t& high = layout->header.managed_high_water;
-  if (high > kMaxManaged) high = kMaxManaged;
-  while (high > 0 && layout->managed[high - 1].pid == 0) --high;
-}
 
 void init_mutex(pthread_mutex_t* mutex) {
   pthread_mutexattr_t attributes;
@@ -106,6 +56,10 @@ void describe_devices(StateLayout* layout, const SimConfig& config) {
   layout->header.device_count = static_cast<std::uint32_t>(config.device_count);
   layout->header.migrate_bytes_per_s = config.migrate_bytes_per_s;
   layout->header.managed_slowdown_milli = config.managed_slowdown_milli;
+  layout->header.link_bytes_per_s = config.link_bytes_per_s;
+  layout->header.link_latency_ns = config.link_latency_ns;
+  layout->header.local_bytes_per_s = config.local_bytes_per_s;
+  layout->header.evict = config.evict ? 1 : 0;
   for (int i = 0; i < kMaxDevices; ++i) {
     DeviceState& device = layout->devices[i];
     device.memory_bytes = config.devices[i].memory_bytes;
@@ -259,8 +213,12 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
   }
   for (int i = 0; problem == nullptr && i < kMaxDevices; ++i) {
     const DeviceState& device = layout->devices[i];
+    bool link_ok = true;
+    for (const LinkQueue& lane : device.link.lanes) link_ok = link_ok && link_valid(lane);
     if (!sched_valid(device.sched)) {
       problem = "inconsistent scheduler model";
+    } else if (!link_ok) {
+      problem = "inconsistent copy path";
     } else if (i < static_cast<int>(header.device_count) && device.memory_bytes == 0) {
       problem = "a device has no memory";
     }
@@ -469,11 +427,11 @@ int reclaim_dead(StateLayout* layout, Liveness alive) {
     for (int j = 0; j < kMaxProcesses && !owned; ++j)
       owned = layout->processes[j].pid == record.pid;
     if (!owned) {
-      ++layout->devices[device_index(record)].managed_generation;
+      ++layout->devices[managed_device_index(record)].managed_generation;
       std::memset(&record, 0, sizeof record);
     }
   }
-  shrink_high_water(layout);
+  shrink_managed_high_water(layout);
   return reclaimed;
 }
 
@@ -504,10 +462,10 @@ void detach_process(StateLayout* layout, int slot_index) {
   for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
     ManagedRecord& record = layout->managed[i];
     if (record.pid != pid) continue;
-    ++layout->devices[device_index(record)].managed_generation;
+    ++layout->devices[managed_device_index(record)].managed_generation;
     std::memset(&record, 0, sizeof record);
   }
-  shrink_high_water(layout);
+  shrink_managed_high_water(layout);
   // Its unfinished kernels die with it, as a context's work does; what ran
   // until now stays in the device's busy time.
   std::int64_t now = monotonic_ns();
@@ -532,7 +490,11 @@ bool config_matches(const StateLayout* layout, const SimConfig& config) {
   }
   if (layout->header.device_count != static_cast<std::uint32_t>(config.device_count) ||
       layout->header.migrate_bytes_per_s != config.migrate_bytes_per_s ||
-      layout->header.managed_slowdown_milli != config.managed_slowdown_milli) {
+      layout->header.managed_slowdown_milli != config.managed_slowdown_milli ||
+      layout->header.link_bytes_per_s != config.link_bytes_per_s ||
+      layout->header.link_latency_ns != config.link_latency_ns ||
+      layout->header.local_bytes_per_s != config.local_bytes_per_s ||
+      layout->header.evict != (config.evict ? 1u : 0u)) {
     return false;
   }
   for (int i = 0; i < config.device_count; ++i) {
@@ -548,119 +510,10 @@ bool config_matches(const StateLayout* layout, const SimConfig& config) {
 
 void reconfigure(StateLayout* layout, const SimConfig& config) { describe_devices(layout, config); }
 
-std::uint64_t device_used(const StateLayout* layout, int device) {
-  std::uint64_t used = 0;
-  for (int i = 0; i < kMaxProcesses; ++i) {
-    if (layout->processes[i].pid != 0) used += layout->processes[i].charged_bytes[device];
-  }
-  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
-    const ManagedRecord& record = layout->managed[i];
-    if (record.pid != 0 && record.device == device) used += record.resident_bytes;
-  }
-  return used;
-}
-
-std::uint64_t process_used(const StateLayout* layout, int slot, int device) {
-  const ProcessSlot& process = layout->processes[slot];
-  std::uint64_t used = process.charged_bytes[device];
-  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
-    const ManagedRecord& record = layout->managed[i];
-    if (record.pid == process.pid && record.device == device) used += record.resident_bytes;
-  }
-  return used;
-}
-
-bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes) {
-  std::uint64_t total = layout->devices[device].memory_bytes;
-  std::uint64_t used = device_used(layout, device);
-  if (bytes > total) return false;
-  if (used + bytes > total) {
-    std::uint64_t need = used + bytes - total;
-    std::uint64_t evictable = 0;
-    for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
-      const ManagedRecord& record = layout->managed[i];
-      if (record.pid != 0 && record.device == device) evictable += record.resident_bytes;
-    }
-    // Evict only when it makes the allocation fit: a refusal moves nothing.
-    if (evictable < need) return false;
-    evict(layout, device, need, -1, true);
-  }
-  layout->processes[slot].charged_bytes[device] += bytes;
-  return true;
-}
-
-void uncharge(StateLayout* layout, int slot, int device, std::uint64_t bytes) {
-  std::uint64_t& charged = layout->processes[slot].charged_bytes[device];
-  charged = uncharge_saturating(charged, bytes);
-}
-
-int managed_add(StateLayout* layout, int slot, int device, std::uint64_t id,
-                std::uint64_t size_bytes, std::uint32_t flags, std::uint32_t context,
-                bool on_device) {
-  for (int i = 0; i < kMaxManaged; ++i) {
-    ManagedRecord& record = layout->managed[i];
-    if (record.pid != 0) continue;
-    std::uint64_t room = free_bytes(layout, device);
-    record.device = device;
-    record.id = id;
-    record.size_bytes = size_bytes;
-    record.resident_bytes = on_device ? (size_bytes < room ? size_bytes : room) : 0;
-    record.flags = flags;
-    record.context = context;
-    record.pid = layout->processes[slot].pid;
-    if (static_cast<std::uint32_t>(i) >= layout->header.managed_high_water) {
-      layout->header.managed_high_water = static_cast<std::uint32_t>(i) + 1;
-    }
-    ++layout->devices[device].managed_generation;
-    return i;
-  }
-  return -1;
-}
-
-ManagedRecord* managed_find(StateLayout* layout, int index, std::int32_t pid, std::uint64_t id) {
-  if (index < 0 || index >= kMaxManaged) return nullptr;
-  ManagedRecord& record = layout->managed[index];
-  return record.pid == pid && record.id == id ? &record : nullptr;
-}
-
-void managed_remove(StateLayout* layout, int index) {
-  ManagedRecord& record = layout->managed[index];
-  if (record.pid == 0) return;
-  ++layout->devices[device_index(record)].managed_generation;
-  std::memset(&record, 0, sizeof record);
-  shrink_high_water(layout);
-}
-
-std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device) {
-  ManagedRecord& record = layout->managed[index];
-  record.device = device_index(record);
-  if (record.resident_bytes > record.size_bytes) record.resident_bytes = record.size_bytes;
-  std::uint64_t moved = 0;
-  if (to_device) {
-    std::uint64_t host = record.size_bytes - record.resident_bytes;
-    std::uint64_t want = bytes < host ? bytes : host;
-    std::uint64_t room = free_bytes(layout, record.device);
-    if (room < want) room += evict(layout, record.device, want - room, index, false);
-    moved = want < room ? want : room;
-    record.resident_bytes += moved;
-  } else {
-    moved = bytes < record.resident_bytes ? bytes : record.resident_bytes;
-    record.resident_bytes -= moved;
-  }
-  if (moved > 0) ++layout->devices[device_index(record)].managed_generation;
-  return moved;
-}
-
-void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
-                    std::uint64_t* total_bytes, std::uint64_t* host_bytes) {
-  *total_bytes = 0;
-  *host_bytes = 0;
-  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
-    const ManagedRecord& record = layout->managed[i];
-    if (record.pid != pid || record.device != device || record.context != context) continue;
-    *total_bytes += record.size_bytes;
-    *host_bytes += record.size_bytes - record.resident_bytes;
-  }
+void shrink_managed_high_water(StateLayout* layout) {
+  std::uint32_t& high = layout->header.managed_high_water;
+  if (high > kMaxManaged) high = kMaxManaged;
+  while (high > 0 && layout->managed[high - 1].pid == 0) --high;
 }
 
 SchedModel* settled_model(StateLayout* layout, int device) {

@@ -42,13 +42,15 @@
 #include <cstdint>
 
 #include "simgpu/config.h"
+#include "simgpu/link.h"
 #include "simgpu/timeslice.h"
 
 namespace gpushare::simgpu {
 
 inline constexpr char kStateMagic[16] = "gpushare-simgpu";
-// 2: busy intervals carry a pid; 3: a scheduler model per device
-inline constexpr std::uint32_t kStateLayoutVersion = 3;
+// 2: busy intervals carry a pid; 3: a scheduler model per device;
+// 4: a copy path (link.h) per device and the link settings
+inline constexpr std::uint32_t kStateLayoutVersion = 4;
 inline constexpr int kMaxProcesses = kSchedContexts;  ///< a slot is a scheduling context
 inline constexpr int kMaxManaged = 4096;
 /// How long lock() waits for a holder before giving up with an error.
@@ -62,6 +64,11 @@ struct DeviceState {
   std::uint8_t uuid[16];
   std::uint64_t managed_generation;  ///< bumped on every residency change
   SchedModel sched;                  ///< who runs when; contexts are process slots
+  DeviceLink link;                   ///< copies and migrations (link.h)
+  /// Managed bytes on their way to the host: already off the device in the
+  /// accounting, but an allocation that needs them waits until this end.
+  std::uint64_t outbound_bytes;
+  std::int64_t outbound_end_ns;
 };
 
 struct ProcessSlot {
@@ -95,10 +102,15 @@ struct StateHeader {
   std::uint32_t layout_version;
   std::uint32_t layout_bytes;
   std::uint32_t device_count;
-  std::uint32_t ready;  ///< 1 once initialised
-  std::uint64_t migrate_bytes_per_s;
+  std::uint32_t ready;                ///< 1 once initialised
+  std::uint64_t migrate_bytes_per_s;  ///< a cap on migrations; 0: the link's speed
   std::uint32_t managed_slowdown_milli;
   std::uint32_t managed_high_water;  ///< managed records at and past this are free
+  std::uint64_t link_bytes_per_s;    ///< GPUSHARE_SIM_PCIE_GBPS
+  std::int64_t link_latency_ns;      ///< GPUSHARE_SIM_PCIE_LATENCY_US
+  std::uint64_t local_bytes_per_s;   ///< GPUSHARE_SIM_DTOD_GBPS
+  std::uint32_t evict;               ///< GPUSHARE_SIM_EVICT: allocations evict managed bytes
+  std::uint32_t reserved0;
 };
 
 struct StateLayout {
@@ -147,7 +159,21 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
 /// Writes a fresh layout for `config` (the caller owns the memory).
 void initialise_layout(StateLayout* layout, const SimConfig& config);
 
+// Indices read from the shared file are clamped before use: another
+// process (or a person) may scribble on it while we run, and that must
+// give wrong numbers at worst, never an access out of bounds.
+inline std::uint32_t managed_bound(const StateLayout* layout) {
+  std::uint32_t high = layout->header.managed_high_water;
+  return high < kMaxManaged ? high : kMaxManaged;
+}
+inline int managed_device_index(const ManagedRecord& record) {
+  return record.device >= 0 && record.device < kMaxDevices ? record.device : 0;
+}
+
 // Everything below requires the lock.
+
+/// Lowers the managed table's high-water mark past trailing free records.
+void shrink_managed_high_water(StateLayout* layout);
 
 /// Frees the slots and managed records of dead processes; returns how many
 /// processes were reclaimed.
@@ -169,9 +195,13 @@ void reconfigure(StateLayout* layout, const SimConfig& config);
 std::uint64_t device_used(const StateLayout* layout, int device);
 std::uint64_t process_used(const StateLayout* layout, int slot, int device);
 /// Charges `bytes` to a process on a device if they fit, first evicting
-/// other managed memory to the host when that makes enough room (not
-/// preferring-device memory first). False, changing nothing, if they do not.
-bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes);
+/// managed memory of any process to the host when that makes enough room
+/// and the header allows it (memory preferring the host first, then memory
+/// with no preference, then memory preferring the device). False, changing
+/// nothing, if they do not fit. `*evicted` (if given) receives the bytes
+/// evicted.
+bool charge(StateLayout* layout, int slot, int device, std::uint64_t bytes,
+            std::uint64_t* evicted = nullptr);
 void uncharge(StateLayout* layout, int slot, int device, std::uint64_t bytes);
 
 /// Adds a managed allocation; its bytes go on the device as far as free
@@ -182,10 +212,14 @@ int managed_add(StateLayout* layout, int slot, int device, std::uint64_t id,
 /// The record at `index` if it still belongs to (pid, id); else nullptr.
 ManagedRecord* managed_find(StateLayout* layout, int index, std::int32_t pid, std::uint64_t id);
 void managed_remove(StateLayout* layout, int index);
-/// Moves up to `bytes` of a record to the device (evicting other managed
-/// memory that does not prefer the device, if needed) or to the host.
-/// Returns the bytes moved.
-std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device);
+/// Moves up to `bytes` of a record to the device (as far as free memory
+/// allows, after evicting other managed memory that does not prefer the
+/// device) or to the host. Returns the bytes moved; `*evicted` (if given)
+/// receives the bytes of other records evicted to make room.
+std::uint64_t managed_migrate(StateLayout* layout, int index, std::uint64_t bytes, bool to_device,
+                              std::uint64_t* evicted = nullptr);
+/// Free bytes of a device (total less used, never negative).
+std::uint64_t device_free(const StateLayout* layout, int device);
 /// Managed bytes of (pid, device, context): total and on the host.
 void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
                     std::uint64_t* total_bytes, std::uint64_t* host_bytes);

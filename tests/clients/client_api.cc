@@ -70,7 +70,11 @@ namespace {
   X(cuEventSynchronize) \
   X(cuEventElapsedTime) \
   X(cuGetErrorName) \
-  X(cuGetProcAddress_v2)
+  X(cuGetProcAddress_v2) \
+  X(cuMemcpyHtoDAsync_v2) \
+  X(cuMemcpyDtoHAsync_v2) \
+  X(cuMemcpyDtoD_v2) \
+  X(cuMemcpyDtoDAsync_v2)
 // clang-format on
 
 struct Entry {

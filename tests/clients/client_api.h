@@ -57,6 +57,10 @@ struct Api {
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void*, size_t);
   CUresult (*cuMemcpyDtoH_v2)(void*, CUdeviceptr, size_t);
   CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void*, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,

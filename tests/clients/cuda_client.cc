@@ -15,12 +15,20 @@
 //   ctx-unset                            cuCtxSetCurrent(NULL): no current context
 //   info | total[:DEV] | sms[:DEV]       cuMemGetInfo | cuDeviceTotalMem | SM count
 //   alloc:KIND:SIZE                      KIND: plain pitch managed managed-host async
-//                                        pool vmm host
+//                                        pool vmm host; reports wall_ms
 //   free | free-all                      the last allocation | all of them
 //   refree                               free the last freed allocation again
 //   fill:SEED | check:SEED | memset:BYTE write, verify or memset the last allocation
 //   advise:preferred-device|preferred-host|accessed-by   on the last allocation
 //   prefetch:device|host                 the last (managed) allocation
+//   copy:htod|dtoh|dtod:SIZE[:async]     a copy between a host buffer and the last
+//                                        allocation (dtod: its first SIZE bytes to the
+//                                        next); reports wall_ms
+//   copies:COUNT:SIZE[:async]            COUNT HtoD copies; reports wall_ms
+//   managed-stats                        this process's managed bytes: total and on the
+//                                        device (the simulator's gpushare_sim_managed_stats)
+//   mark | elapsed                       record an event on the stream | record another,
+//                                        wait for it, report elapsed_ms since the mark
 //   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
 //                                        (the syncs report wall_ms)
 //   stream-priority:P                    new non-blocking stream of priority P; reports
@@ -55,6 +63,7 @@
 
 #include "client_api.h"
 #include "common/units.h"
+#include "copy_steps.h"
 #include "nvml_api.h"
 #include "spin_ptx.h"
 
@@ -82,6 +91,7 @@ struct Client {
   CUmodule module = nullptr;
   CUfunction spin = nullptr;
   CUmemoryPool pool = nullptr;
+  CUevent mark = nullptr;  ///< the mark step's event
   std::vector<Held> held;
   Held freed;        ///< the last allocation freed, for refree
   std::string json;  ///< extra fields of the current step's line
@@ -431,7 +441,9 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
   } else if (name == "alloc") {
     std::size_t bytes = 0;
     if (args.size() != 3 || !parse_bytes(args[2], &bytes)) return false;
+    auto start = std::chrono::steady_clock::now();
     *result = allocate(client, args[1], bytes);
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
   } else if (name == "free" || name == "free-all") {
     *result = client.held.empty() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     while (!client.held.empty() && *result == CUDA_SUCCESS) {
@@ -476,6 +488,45 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     *result = name == "advise"
                   ? api.cuMemAdvise_v2(held.pointer, held.bytes, advice, location)
                   : api.cuMemPrefetchAsync_v2(held.pointer, held.bytes, location, 0, client.stream);
+  } else if (name == "copy" || name == "copies") {
+    std::size_t bytes = 0;
+    if (args.size() < 3 || client.held.empty() || !parse_bytes(args[2], &bytes)) return false;
+    const Held& held = client.held.back();
+    auto start = std::chrono::steady_clock::now();
+    if (name == "copies") {
+      if (!parse_number(args[1], &a)) return false;
+      if (args.size() > 4 || (args.size() == 4 && args[3] != "async")) return false;
+      *result = gpushare::clients::run_copies(api, client.stream, held.pointer, held.bytes, a,
+                                              bytes, args.size() == 4);
+    } else if (args.size() > 4 || (args.size() == 4 && args[3] != "async" && args[3] != "sync") ||
+               !gpushare::clients::run_copy(api, client.stream, held.pointer, held.bytes, args[1],
+                                            bytes, args.size() == 4 && args[3] == "async",
+                                            result)) {
+      return false;
+    }
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
+  } else if (name == "managed-stats") {
+    using Stats = int (*)(int, int, unsigned long long*, unsigned long long*);
+    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto stats = reinterpret_cast<Stats>(
+        library != nullptr ? dlsym(library, "gpushare_sim_managed_stats") : nullptr);
+    unsigned long long total = 0, resident = 0;
+    *result = stats != nullptr ? static_cast<CUresult>(stats(client.device, 0, &total, &resident))
+                               : CUDA_ERROR_NOT_SUPPORTED;
+    field(client, "managed_bytes", total);
+    field(client, "device_bytes", resident);
+  } else if (name == "mark" || name == "elapsed") {
+    CUevent end = nullptr;
+    float elapsed = 0;
+    bool first = name == "mark";
+    if (!first && client.mark == nullptr) return false;
+    *result = api.cuEventCreate(first ? &client.mark : &end, CU_EVENT_DEFAULT);
+    if (*result == CUDA_SUCCESS)
+      *result = api.cuEventRecord(first ? client.mark : end, client.stream);
+    if (!first && *result == CUDA_SUCCESS) *result = api.cuEventSynchronize(end);
+    if (!first && *result == CUDA_SUCCESS)
+      *result = api.cuEventElapsedTime(&elapsed, client.mark, end);
+    if (!first) field_raw(client, "elapsed_ms", std::to_string(elapsed));
   } else if (name == "stream") {
     *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
   } else if (name == "stream-priority") {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The managed-memory cost model: a kernel of a context whose managed memory
 # is partly on the host runs (1 + s x host fraction) times longer (s = 4 by
-# default); a prefetch occupies the stream for bytes / bandwidth; data
+# default); a prefetch occupies the stream for bytes / bandwidth (here
+# GPUSHARE_SIM_MIGRATE_BANDWIDTH, which caps migrations below the copy
+# path's GPUSHARE_SIM_PCIE_GBPS, plus its 5 us latency); data
 # survives every move. Each events step runs after a 200 ms lead kernel, so
 # the host's own delays (a loaded machine) do not fall between its events
 # unless they exceed 200 ms; a migration takes 1 s, and its synchronisation

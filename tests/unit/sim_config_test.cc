@@ -131,3 +131,46 @@ TEST_CASE("bad settings are refused with the variable and the value", "[sim]") {
     CHECK(loaded.error.rfind(c.message, 0) == 0);
   }
 }
+
+TEST_CASE("the copy path defaults to 25 GB/s with 5 us per transfer", "[sim]") {
+  Loaded loaded = load({});
+  REQUIRE(loaded.ok);
+  CHECK(loaded.config.link_bytes_per_s == 25'000'000'000ull);
+  CHECK(loaded.config.link_latency_ns == 5000);
+  CHECK(loaded.config.local_bytes_per_s == 800'000'000'000ull);
+  CHECK(loaded.config.migrate_bytes_per_s == 0);  // migrations at the link's speed
+  CHECK(loaded.config.evict);
+}
+
+TEST_CASE("the copy path's settings are read exactly", "[sim]") {
+  Loaded loaded = load({{"GPUSHARE_SIM_PCIE_GBPS", "12.5"},
+                        {"GPUSHARE_SIM_PCIE_LATENCY_US", "0"},
+                        {"GPUSHARE_SIM_DTOD_GBPS", "0.001"},
+                        {"GPUSHARE_SIM_EVICT", "off"}});
+  REQUIRE(loaded.ok);
+  CHECK(loaded.config.link_bytes_per_s == 12'500'000'000ull);
+  CHECK(loaded.config.link_latency_ns == 0);
+  CHECK(loaded.config.local_bytes_per_s == 1'000'000ull);
+  CHECK_FALSE(loaded.config.evict);
+}
+
+TEST_CASE("bad copy-path settings are refused with the variable and the value", "[sim]") {
+  struct Case {
+    Environment environment;
+    std::string message;
+  } cases[] = {
+      {{{"GPUSHARE_SIM_PCIE_GBPS", "0"}}, "GPUSHARE_SIM_PCIE_GBPS: '0' is out of range"},
+      {{{"GPUSHARE_SIM_PCIE_GBPS", "fast"}}, "GPUSHARE_SIM_PCIE_GBPS: 'fast'"},
+      {{{"GPUSHARE_SIM_PCIE_GBPS", "100001"}}, "GPUSHARE_SIM_PCIE_GBPS: '100001' is out of range"},
+      {{{"GPUSHARE_SIM_DTOD_GBPS", "-1"}}, "GPUSHARE_SIM_DTOD_GBPS: '-1'"},
+      {{{"GPUSHARE_SIM_PCIE_LATENCY_US", "1000001"}},
+       "GPUSHARE_SIM_PCIE_LATENCY_US: '1000001' is out of range"},
+      {{{"GPUSHARE_SIM_EVICT", "yes"}}, "GPUSHARE_SIM_EVICT: 'yes' is neither 'on' nor 'off'"},
+  };
+  for (const Case& c : cases) {
+    Loaded loaded = load(c.environment);
+    INFO(c.message);
+    CHECK_FALSE(loaded.ok);
+    CHECK(loaded.error.find(c.message) == 0);
+  }
+}

@@ -29,6 +29,10 @@ struct TempState {
     config.device_count = devices;
     for (auto& device : config.devices) device = {memory_bytes, 0, 108};
     config.migrate_bytes_per_s = 1 * kGiB;
+    config.link_bytes_per_s = 25'000'000'000;
+    config.link_latency_ns = 5000;
+    config.local_bytes_per_s = 800'000'000'000;
+    config.evict = true;
     config.managed_slowdown_milli = 4000;
     config.timeslice_ns = 1000;  // 1 us slices, 100 ns switches: small numbers by hand
     config.switch_ns = 100;
@@ -282,6 +286,58 @@ TEST_CASE("managed memory lives on the device as far as it fits, and is evicted 
   CHECK(layout->header.managed_high_water == 0);
   CHECK(device_used(layout, 0) == 2 * kGiB);
   CHECK(managed_find(layout, loose, 1000002, 8) == nullptr);
+}
+
+TEST_CASE("eviction takes memory preferring the host first and the device last", "[sim]") {
+  TempState state(8 * kGiB);
+  StateLayout* layout = state.open();
+  int a = attach_process(layout, 1000001, 1, "a");
+  int b = attach_process(layout, 1000002, 1, "b");
+  int device = managed_add(layout, b, 0, 1, 2 * kGiB, kManagedPreferDevice, 1, true);
+  int none = managed_add(layout, b, 0, 2, 2 * kGiB, 0, 1, true);
+  int host = managed_add(layout, b, 0, 3, 2 * kGiB, kManagedPreferHost, 1, true);
+  REQUIRE(device_free(layout, 0) == 2 * kGiB);
+  std::uint64_t evicted = 0;
+  REQUIRE(charge(layout, a, 0, 3 * kGiB, &evicted));  // 1 GiB short
+  CHECK(evicted == kGiB);
+  CHECK(layout->managed[host].resident_bytes == kGiB);
+  REQUIRE(charge(layout, a, 0, 2 * kGiB, &evicted));
+  CHECK(evicted == 2 * kGiB);
+  CHECK(layout->managed[host].resident_bytes == 0);
+  CHECK(layout->managed[none].resident_bytes == kGiB);
+  CHECK(layout->managed[device].resident_bytes == 2 * kGiB);
+  REQUIRE(charge(layout, a, 0, 2 * kGiB, &evicted));
+  CHECK(evicted == 2 * kGiB);
+  CHECK(layout->managed[none].resident_bytes == 0);
+  CHECK(layout->managed[device].resident_bytes == kGiB);
+  CHECK(device_free(layout, 0) == 0);
+
+  // A prefetch to the device moves only what fits when the rest prefers the device.
+  uncharge(layout, a, 0, kGiB);
+  CHECK(managed_migrate(layout, host, 2 * kGiB, true, &evicted) == kGiB);
+  CHECK(evicted == 0);
+  CHECK(managed_migrate(layout, device, 2 * kGiB, true, &evicted) == kGiB);
+  CHECK(evicted == kGiB);  // at the host-preferring record's expense
+  CHECK(layout->managed[host].resident_bytes == 0);
+}
+
+TEST_CASE("with eviction off an allocation that does not fit fails and moves nothing", "[sim]") {
+  TempState state(8 * kGiB);
+  state.config.evict = false;
+  StateLayout* layout = state.open();
+  int a = attach_process(layout, 1000001, 1, "a");
+  int b = attach_process(layout, 1000002, 1, "b");
+  int loose = managed_add(layout, b, 0, 1, 6 * kGiB, 0, 1, true);
+  std::uint64_t evicted = 1;
+  CHECK_FALSE(charge(layout, a, 0, 4 * kGiB, &evicted));
+  CHECK(evicted == 0);
+  CHECK(layout->managed[loose].resident_bytes == 6 * kGiB);
+  // Once its owner moves it to the host, the room is there.
+  CHECK(managed_migrate(layout, loose, 2 * kGiB, false) == 2 * kGiB);
+  CHECK(charge(layout, a, 0, 4 * kGiB, &evicted));
+  CHECK(evicted == 0);
+  // Bringing it back needs room: none is left.
+  CHECK(managed_migrate(layout, loose, 2 * kGiB, true) == 0);
 }
 
 TEST_CASE("only an idle device is reconfigured", "[sim]") {

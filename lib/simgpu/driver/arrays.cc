@@ -27,6 +27,7 @@ CUresult create(CUarray* result, const CUDA_ARRAY3D_DESCRIPTOR& descriptor) {
       __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(channels) * element, &bytes)) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  DeferredWait wait;  // for an eviction the allocation causes, after unlocking
   LocalLock lock;
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;

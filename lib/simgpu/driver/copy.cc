@@ -1,12 +1,20 @@
 // Copies and memsets. They move real bytes (device memory is host memory
-// here) and take no simulated time.
+// here). Copies take time on the device's copy path (link.h, transfer.cc):
+// GPUSHARE_SIM_PCIE_LATENCY_US plus bytes at GPUSHARE_SIM_PCIE_GBPS over the
+// host link, or at GPUSHARE_SIM_DTOD_GBPS within one device. Memsets run
+// on the device and take no simulated time.
 //
-// Ordering: a synchronous call first waits for the work it is ordered
+// Ordering: a synchronous copy first waits for the work it is ordered
 // after (the legacy default stream, which itself waits for the blocking
 // streams; or the per-thread default stream in a _ptds call), as the real
-// driver does, so a cuMemcpyDtoH after a kernel returns after the kernel.
-// An asynchronous call checks its stream and moves the bytes at once: any
-// interleaving with kernels is legal, since kernels compute nothing.
+// driver does, then takes the earliest free stretch of its lanes and
+// returns when the stretch ends. An asynchronous copy reserves its stretch
+// at once, starting no earlier than the projected end of its stream's
+// earlier work, and its stream's later work waits for the stretch's end
+// (the stream's "not before" time, as for a migration). The bytes move when
+// the call is made: kernels compute nothing, so no interleaving with them
+// can be observed, and the host buffer of an asynchronous copy may be
+// reused at once, as after a staged copy from pageable memory.
 #include "simgpu/driver/internal.h"
 
 using namespace gpushare::simgpu;
@@ -14,10 +22,10 @@ using namespace gpushare::simgpu::driver;
 
 namespace {
 
-enum class Side { kHost, kDevice, kAny };
+enum class Side { kHost, kDevice, kAny, kChecked /* validated by an earlier call */ };
 
 CUresult check_side(std::uintptr_t address, std::size_t bytes, Side side) {
-  if (bytes == 0) return CUDA_SUCCESS;
+  if (bytes == 0 || side == Side::kChecked) return CUDA_SUCCESS;
   switch (side) {
     case Side::kHost:
       return address != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -30,27 +38,70 @@ CUresult check_side(std::uintptr_t address, std::size_t bytes, Side side) {
       if (find_allocation(address) == nullptr) return CUDA_SUCCESS;
       return device_range_ok(address, bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }
+    case Side::kChecked:
+      return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-// What a synchronous copy waits for before it happens: the work before it
-// on its stream (on `device`'s scheduler model). Async copies wait for
-// nothing: they take no time on the simulated device.
+// Where the bytes at `address` live: the device of a device, pool, VMM or
+// managed allocation (managed memory counts as its device's, wherever its
+// pages are), else the host (pinned, registered or pageable memory).
+int place_of(std::uintptr_t address) {
+  const Allocation* allocation = find_allocation(address);
+  if (allocation == nullptr || allocation->kind == AllocKind::kHost ||
+      allocation->kind == AllocKind::kHostRegistered) {
+    return kHostPlace;
+  }
+  return allocation->device;
+}
+
+// What a synchronous copy still has to do once validated: wait for the
+// work before it on its stream (on `device`'s scheduler model), then move
+// `bytes` from one place to another on the copy path.
 struct SyncPoint {
   bool needed;
   int device;
   Ready ready;
+  int from;
+  int to;
+  std::size_t bytes;
 };
 
-CUresult wait_for(const SyncPoint& point) {
-  return point.needed ? wait_ready(point.device, point.ready) : CUDA_SUCCESS;
+// Waits for the stream's earlier work and reserves the transfer; returns
+// its end (0 when nothing is waited for) in *end.
+CUresult start_sync(const SyncPoint& point, std::int64_t* end) {
+  *end = 0;
+  if (!point.needed) return CUDA_SUCCESS;
+  if (CUresult status = wait_ready(point.device, point.ready); status != CUDA_SUCCESS) {
+    return status;
+  }
+  if (point.bytes == 0) return CUDA_SUCCESS;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  *end = reserve_transfer(shared.layout(), point.from, point.to, point.bytes, 0, false);
+  return CUDA_SUCCESS;
 }
 
-// Validates under the lock; says what the copy waits for.
+// An asynchronous copy's stretch on the copy path, after the stream's
+// earlier work; the stream's later work waits for its end.
+CUresult schedule_async(Stream* stream, int from, int to, std::size_t bytes) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  int device = stream->ctx->device;
+  std::int64_t earliest = projected_time(shared.layout(), device, stream_earliest(stream));
+  std::int64_t end = reserve_transfer(shared.layout(), from, to, bytes, earliest, false);
+  stream_push(stream, Ready{0, end});
+  return CUDA_SUCCESS;
+}
+
+// Validates under the lock; an asynchronous copy of `transfer` bytes is
+// scheduled here, a synchronous one is described in *wait_until (memsets
+// and second checks pass transfer 0: nothing to move on the copy path).
 CUresult prepare(std::uintptr_t destination, Side destination_side, std::uintptr_t source,
                  Side source_side, std::size_t bytes, CUstream handle, bool async, bool per_thread,
-                 SyncPoint* wait_until) {
+                 std::size_t transfer, SyncPoint* wait_until) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   LocalLock lock;
   Context* ctx = nullptr;
@@ -66,23 +117,27 @@ CUresult prepare(std::uintptr_t destination, Side destination_side, std::uintptr
       status != CUDA_SUCCESS) {
     return status;
   }
-  *wait_until = SyncPoint{!async, ctx->device, stream_earliest(stream)};
-  return CUDA_SUCCESS;
+  int from = transfer > 0 ? place_of(source) : kHostPlace;
+  int to = transfer > 0 ? place_of(destination) : kHostPlace;
+  *wait_until = SyncPoint{!async, ctx->device, stream_earliest(stream), from, to, transfer};
+  return async ? schedule_async(stream, from, to, transfer) : CUDA_SUCCESS;
 }
 
 CUresult copy(std::uintptr_t destination, Side destination_side, std::uintptr_t source,
               Side source_side, std::size_t bytes, CUstream stream, bool async, bool per_thread) {
   SyncPoint wait_until{};
   if (CUresult status = prepare(destination, destination_side, source, source_side, bytes, stream,
-                                async, per_thread, &wait_until);
+                                async, per_thread, bytes, &wait_until);
       status != CUDA_SUCCESS) {
     return status;
   }
-  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
+  std::int64_t end = 0;
+  if (CUresult status = start_sync(wait_until, &end); status != CUDA_SUCCESS) return status;
   if (bytes > 0) {
     std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source),
                  bytes);
   }
+  wait_transfer(end);
   return CUDA_SUCCESS;
 }
 
@@ -101,11 +156,12 @@ CUresult memset_rows(CUdeviceptr destination, std::size_t pitch, unsigned value,
   std::size_t span = width == 0 || height == 0 ? 0 : pitch * (height - 1) + row_bytes;
   SyncPoint wait_until{};
   if (CUresult status = prepare(destination, Side::kDevice, host(&value), Side::kHost, span, stream,
-                                async, per_thread, &wait_until);
+                                async, per_thread, 0, &wait_until);
       status != CUDA_SUCCESS) {
     return status;
   }
-  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
+  std::int64_t end = 0;
+  if (CUresult status = start_sync(wait_until, &end); status != CUDA_SUCCESS) return status;
   for (std::size_t row = 0; row < height && width > 0; ++row) {
     unsigned char* start = reinterpret_cast<unsigned char*>(destination + row * pitch);
     if (element_bytes == 1) {
@@ -144,25 +200,28 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, bool async, bool pe
   std::size_t source_span = height == 0 || width == 0 ? 0 : copy->srcPitch * (height - 1) + width;
   std::size_t destination_span =
       height == 0 || width == 0 ? 0 : copy->dstPitch * (height - 1) + width;
-  SyncPoint wait_until{};
-  {
-    if (CUresult status = prepare(destination, side(copy->dstMemoryType), destination, Side::kAny,
-                                  destination_span, stream, async, per_thread, &wait_until);
-        status != CUDA_SUCCESS) {
-      return status;
-    }
-    SyncPoint ignored{};
-    if (CUresult status = prepare(source, side(copy->srcMemoryType), source, Side::kAny,
-                                  source_span, stream, true, per_thread, &ignored);
-        status != CUDA_SUCCESS) {
-      return status;
-    }
+  // The source is checked first (nothing scheduled), then the destination
+  // (the transfer of width x height bytes scheduled or described).
+  SyncPoint ignored{};
+  if (CUresult status = prepare(source, side(copy->srcMemoryType), source, Side::kAny, source_span,
+                                stream, true, per_thread, 0, &ignored);
+      status != CUDA_SUCCESS) {
+    return status;
   }
-  if (CUresult status = wait_for(wait_until); status != CUDA_SUCCESS) return status;
+  SyncPoint wait_until{};
+  if (CUresult status =
+          prepare(destination, side(copy->dstMemoryType), source, Side::kChecked, destination_span,
+                  stream, async, per_thread, width * height, &wait_until);
+      status != CUDA_SUCCESS) {
+    return status;
+  }
+  std::int64_t end = 0;
+  if (CUresult status = start_sync(wait_until, &end); status != CUDA_SUCCESS) return status;
   for (std::size_t row = 0; row < height && width > 0; ++row) {
     std::memmove(reinterpret_cast<void*>(destination + row * copy->dstPitch),
                  reinterpret_cast<const void*>(source + row * copy->srcPitch), width);
   }
+  wait_transfer(end);
   return CUDA_SUCCESS;
 }
 

@@ -319,6 +319,36 @@ std::int64_t ready_time(int device, Ready ready, CUresult* status);
 /// if done). Requires the state lock.
 std::int64_t projected_time(StateLayout* layout, int device, Ready ready);
 
+// The copy path (transfer.cc, link.h). A place is a physical device, or
+// kHostPlace for host memory.
+inline constexpr int kHostPlace = -1;
+/// Reserves a transfer of `bytes` from one place to another on the copy
+/// path, starting no earlier than `earliest_ns` (nor now); returns its end.
+/// Host to host takes no time (the CPU copies). Managed-memory migrations
+/// run at GPUSHARE_SIM_MIGRATE_BANDWIDTH when that is below the link's
+/// speed. Requires the state lock.
+std::int64_t reserve_transfer(StateLayout* layout, int from, int to, std::uint64_t bytes,
+                              std::int64_t earliest_ns, bool migration);
+/// Records managed bytes leaving `device` until `end_ns`: an allocation
+/// that needs them waits for that end. Requires the state lock.
+void note_outbound(StateLayout* layout, int device, std::uint64_t bytes, std::int64_t end_ns);
+/// Waits until a synchronous transfer ends, precisely: sleeps, then yields
+/// for the last 100 us (sleeps overshoot by the timer slack).
+void wait_transfer(std::int64_t end_ns);
+/// Asks this thread's outermost DeferredWait to sleep until then; without
+/// one, sleeps at once.
+void defer_wait_until(std::int64_t deadline_ns);
+/// Sleeps, when it goes out of scope, until the latest deadline given to
+/// defer_wait_until() meanwhile: an allocation waits for the eviction it
+/// caused. Declared before the LocalLock, it sleeps after the lock is gone.
+class DeferredWait {
+ public:
+  DeferredWait();
+  ~DeferredWait();
+  DeferredWait(const DeferredWait&) = delete;
+  DeferredWait& operator=(const DeferredWait&) = delete;
+};
+
 // Contexts (context.cc).
 /// The calling thread's current context, if any and alive.
 Context* current_context();

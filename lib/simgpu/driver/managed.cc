@@ -6,11 +6,14 @@
 //   - cuMemAllocManaged places the bytes on the device as far as free
 //     memory allows (CU_MEM_ATTACH_HOST: on the host);
 //   - an allocation that does not fit (cuMemAlloc, cuMemCreate, a pool's
-//     growth, a context) first evicts managed bytes of any process to the
-//     host: those not advised to prefer the device first;
-//   - cuMemPrefetchAsync moves bytes between host and device, evicting only
-//     memory that does not prefer the device, and the migration occupies
-//     the stream for bytes / GPUSHARE_SIM_MIGRATE_BANDWIDTH;
+//     growth, an array, a context) first evicts managed bytes of any
+//     process to the host (memory_state.cc says in which order) and waits
+//     for the eviction on the copy path (transfer.cc);
+//   - cuMemPrefetchAsync moves bytes between host and device in stream
+//     order on the copy path; to the device it moves what fits after
+//     evicting memory that does not prefer the device, never more;
+//   - cuMemAdvise records a preferred location (which orders eviction),
+//     accessed-by and read-mostly; advice moves no bytes by itself;
 //   - kernels do not migrate pages on access; instead a kernel runs longer
 //     in proportion to the share of its context's managed bytes on the host
 //     (launch.cc).
@@ -104,33 +107,39 @@ CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream
   }
   Allocation* allocation = managed_range(pointer, bytes);
   if (allocation == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::uint64_t moved = 0;
-  std::uint64_t bandwidth = 0;
-  {
-    SharedLock shared;
-    if (!shared.ok()) return kStateUnavailable;
-    int index = allocation->managed_index;
-    if (managed_find(shared.layout(), index, sim().pid, allocation->managed_id) == nullptr) {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    // A record lives on one device; prefetching it to another device is
-    // treated as keeping it where it is (the simulator has no peer moves).
-    bool to_device = !to_host(device_or_cpu);
-    if (to_device && device_or_cpu != shared.layout()->managed[index].device) return CUDA_SUCCESS;
-    moved = managed_migrate(shared.layout(), index, bytes, to_device);
-    bandwidth = shared.layout()->header.migrate_bytes_per_s;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  StateLayout* layout = shared.layout();
+  int index = allocation->managed_index;
+  if (managed_find(layout, index, sim().pid, allocation->managed_id) == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  if (moved > 0 && bandwidth > 0) {
-    auto migration_ns = static_cast<std::int64_t>(static_cast<double>(moved) * 1e9 /
-                                                  static_cast<double>(bandwidth));
-    // The migration starts when the stream's work before it is projected
-    // to end; work after it may not start before it ends.
-    SharedLock shared;
-    if (!shared.ok()) return kStateUnavailable;
-    std::int64_t start = projected_time(shared.layout(), ctx->device, stream_earliest(stream));
-    std::int64_t now = now_ns();
-    stream_push(stream, Ready{0, (start > now ? start : now) + migration_ns});
+  // A record lives on one device; prefetching it to another device is
+  // treated as keeping it where it is (the simulator has no peer moves).
+  bool to_device = !to_host(device_or_cpu);
+  int device = layout->managed[index].device;
+  if (to_device && device_or_cpu != device) return CUDA_SUCCESS;
+  // The migration starts when the stream's work before it is projected to
+  // end (residency changes at once: the destination is taken, the source
+  // freed for allocations that wait for the transfer); work after it on
+  // the stream may not start before it ends.
+  std::uint64_t evicted = 0;
+  std::uint64_t moved = managed_migrate(layout, index, bytes, to_device, &evicted);
+  std::int64_t start = projected_time(layout, ctx->device, stream_earliest(stream));
+  std::int64_t end = start;
+  if (evicted > 0) {  // other managed memory leaves first, on the other lane
+    std::int64_t out = reserve_transfer(layout, device, kHostPlace, evicted, now_ns(), true);
+    note_outbound(layout, device, evicted, out);
+    if (out > end) end = out;
   }
+  if (moved > 0) {
+    std::int64_t done = to_device
+                            ? reserve_transfer(layout, kHostPlace, device, moved, start, true)
+                            : reserve_transfer(layout, device, kHostPlace, moved, start, true);
+    if (!to_device) note_outbound(layout, device, moved, done);
+    if (done > end) end = done;
+  }
+  stream_push(stream, Ready{0, end});
   return CUDA_SUCCESS;
 }
 

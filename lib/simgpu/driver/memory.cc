@@ -19,6 +19,7 @@ constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOST
 CUresult allocate_device(CUdeviceptr* result, std::size_t bytes) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
   if (result == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  DeferredWait wait;  // for an eviction the allocation causes, after unlocking
   LocalLock lock;
   Context* ctx = nullptr;
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;

@@ -80,6 +80,7 @@ CUresult allocate_from(CUdeviceptr* result, std::size_t bytes, MemPool* pool, CU
 
 CUresult allocate_async(CUdeviceptr* result, size_t bytes, CUstream stream, bool per_thread) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  DeferredWait wait;  // for an eviction the allocation causes, after unlocking
   LocalLock lock;
   Context* ctx = current_context();
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -91,6 +92,7 @@ CUresult allocate_async(CUdeviceptr* result, size_t bytes, CUstream stream, bool
 CUresult allocate_from_pool(CUdeviceptr* result, size_t bytes, CUmemoryPool handle, CUstream stream,
                             bool per_thread) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  DeferredWait wait;
   LocalLock lock;
   MemPool* pool = lookup_pool(handle);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -103,14 +103,38 @@ std::uintptr_t map_and_insert(Allocation allocation, std::size_t bytes) {
   return allocation.base;
 }
 
+namespace {
+
+// Charges `bytes`; an allocation that evicts managed memory, or that needs
+// bytes still on their way to the host, waits for that transfer to end
+// (through the caller's DeferredWait).
+bool charge_and_wait(StateLayout* layout, int device, std::uint64_t bytes) {
+  std::uint64_t free_before = device_free(layout, device);
+  std::uint64_t evicted = 0;
+  if (!charge(layout, sim().slot, device, bytes, &evicted)) return false;
+  std::int64_t now = now_ns();
+  const DeviceState& state = layout->devices[device];
+  std::uint64_t outbound = state.outbound_end_ns > now ? state.outbound_bytes : 0;
+  if (outbound > 0 && bytes > (free_before > outbound ? free_before - outbound : 0)) {
+    defer_wait_until(state.outbound_end_ns);
+  }
+  if (evicted > 0) {
+    std::int64_t end = reserve_transfer(layout, device, kHostPlace, evicted, now, true);
+    note_outbound(layout, device, evicted, end);
+    defer_wait_until(end);
+  }
+  return true;
+}
+
+}  // namespace
+
 CUresult charge_device(int device, std::uint64_t bytes) {
-  Driver& d = sim();
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
-  if (charge(shared.layout(), d.slot, device, bytes)) return CUDA_SUCCESS;
+  if (charge_and_wait(shared.layout(), device, bytes)) return CUDA_SUCCESS;
   // Before refusing, give back what dead processes still hold.
   if (reclaim_dead(shared.layout(), process_alive) > 0 &&
-      charge(shared.layout(), d.slot, device, bytes)) {
+      charge_and_wait(shared.layout(), device, bytes)) {
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_OUT_OF_MEMORY;

@@ -230,6 +230,52 @@ SIM_EXPORT int gpushare_sim_device_stats(int device, unsigned long long* used_by
   return CUDA_SUCCESS;
 }
 
+/// Managed memory that process `pid` (0: this one) holds on a device: its
+/// size and the part of it on the device (the rest is on the host).
+/// Returns a CUresult.
+SIM_EXPORT int gpushare_sim_managed_stats(int device, int pid, unsigned long long* total_bytes,
+                                          unsigned long long* device_bytes) {
+  int physical = 0;
+  if (CUresult status = physical_device(device, &physical); status != CUDA_SUCCESS) return status;
+  if (pid < 0) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock local;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  std::int32_t owner = pid == 0 ? sim().pid : pid;
+  unsigned long long total = 0, resident = 0;
+  const StateLayout* layout = shared.layout();
+  for (std::uint32_t i = 0; i < managed_bound(layout); ++i) {
+    const ManagedRecord& record = layout->managed[i];
+    if (record.pid != owner || record.device != physical) continue;
+    total += record.size_bytes;
+    resident += record.resident_bytes;
+  }
+  if (total_bytes != nullptr) *total_bytes = total;
+  if (device_bytes != nullptr) *device_bytes = resident;
+  return CUDA_SUCCESS;
+}
+
+/// A lane of a device's copy path (0: to the device, 1: from it, 2: within
+/// it): transfers, bytes and busy time reserved so far, and the end of the
+/// last stretch still reserved (CLOCK_MONOTONIC nanoseconds, 0 if none).
+/// Returns a CUresult.
+SIM_EXPORT int gpushare_sim_link_stats(int device, int lane, unsigned long long* transfers,
+                                       unsigned long long* bytes, unsigned long long* busy_ns,
+                                       long long* busy_until_ns) {
+  int physical = 0;
+  if (CUresult status = physical_device(device, &physical); status != CUDA_SUCCESS) return status;
+  if (lane < 0 || lane >= kLinkLanes) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock local;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  const LinkQueue& queue = shared.layout()->devices[physical].link.lanes[lane];
+  if (transfers != nullptr) *transfers = queue.transfers;
+  if (bytes != nullptr) *bytes = queue.bytes;
+  if (busy_ns != nullptr) *busy_ns = static_cast<unsigned long long>(queue.busy_ns);
+  if (busy_until_ns != nullptr) *busy_until_ns = link_busy_until(queue);
+  return CUDA_SUCCESS;
+}
+
 /// The state file in use, or "" before cuInit.
 SIM_EXPORT const char* gpushare_sim_state_path(void) { return sim().config.state_path; }
 

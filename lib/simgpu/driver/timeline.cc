@@ -13,13 +13,26 @@
 //     the settled model says the work is done. It never spins: each round
 //     sleeps until a time the model computed, which is later than now.
 // The copy a projection needs is large, so there is one per process, used
-// only while holding the state lock (which serialises its users).
+// only while holding the state lock (which serialises its users), and the
+// last projection is reused while no launch has changed the model.
 #include "simgpu/driver/internal.h"
 
 namespace gpushare::simgpu::driver {
 namespace {
 
 SchedModel g_scratch;
+
+// The last projection: with no launch on the device since (the model's
+// next sequence number unchanged), settling it again would give the same
+// end, so a stream of asynchronous copies behind one kernel projects once.
+// (A process's death since can only make the real end earlier.)
+struct Projection {
+  int device;
+  std::uint64_t seq;
+  std::uint64_t next_seq;
+  std::int64_t end;
+};
+Projection g_last_projection{-1, 0, 0, 0};
 
 std::int64_t max64(std::int64_t a, std::int64_t b) { return a > b ? a : b; }
 
@@ -55,7 +68,13 @@ std::int64_t projected_time(StateLayout* layout, int device, Ready ready) {
   SchedModel* model = settled_model(layout, device);
   std::int64_t end = settled_end(*model, ready);
   if (end >= 0) return end;
-  end = sched_projected_end(*model, ready.seq, &g_scratch);
+  Projection& last = g_last_projection;
+  if (last.device == device && last.seq == ready.seq && last.next_seq == model->next_seq) {
+    end = last.end;
+  } else {
+    end = sched_projected_end(*model, ready.seq, &g_scratch);
+    last = Projection{device, ready.seq, model->next_seq, end};
+  }
   return max64(end < 0 ? now_ns() : end, ready.floor_ns);
 }
 

@@ -109,6 +109,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
     return CUDA_ERROR_INVALID_VALUE;
   }
   int device = physical_of(properties->location);
+  DeferredWait wait;  // for an eviction the allocation causes, after unlocking
   LocalLock lock;
   if (CUresult status = charge_device(device, size); status != CUDA_SUCCESS) return status;
   int memfd = memfd_create("gpushare-sim-vmm", MFD_CLOEXEC);

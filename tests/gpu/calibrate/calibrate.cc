@@ -342,10 +342,10 @@ int run(const Options& options, const std::string& self) {
         quantity("launch_us", launch, 0, "",
                  "host time per launch; the simulator's launches take no simulated time"),
         quantity("h2d_gib_per_s", bandwidth,
-                 static_cast<double>(sim::kDefaultMigrateBytesPerS) / (1u << 30),
-                 "GPUSHARE_SIM_MIGRATE_BANDWIDTH",
-                 "pinned cuMemcpyHtoD; the simulator charges this rate to managed-memory "
-                 "migrations only, plain copies take no simulated time")}},
+                 static_cast<double>(sim::kDefaultLinkBytesPerS) / (1u << 30),
+                 "GPUSHARE_SIM_PCIE_GBPS",
+                 "pinned cuMemcpyHtoD; the simulator charges this rate (in GB/s, 1e9 bytes) "
+                 "to copies and managed-memory migrations")}},
       {"time_slices", slice_result}};
   std::cout << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   return 0;
