@@ -16,10 +16,12 @@
 //     stays within -1..1 at every lag, for lags up to a third of the span
 //     (three repetitions at least).
 //  4. Candidates are r's local maxima after it first drops below zero (the
-//     lag-0 lobe is not a period). The strongest has strength R; the period
-//     is the shortest candidate within 90% of R (a multiple of the period
-//     correlates as well as the period itself, and must not win by noise).
-//     R under 0.5 means no period.
+//     lag-0 lobe is not a period). The strongest, at lag L with strength R,
+//     is the period or a multiple of it: a period that falls between two
+//     grid lags (11.5 ms on a 1 ms grid) correlates less at its rounded lag
+//     than at 2L, which falls on the grid. So the period is L/m for the
+//     largest m at which a candidate sits within a tenth of L/m with at
+//     least 60% of R. R under 0.5 means no period.
 //  5. Refine: the peak near the largest multiple m of the period that still
 //     fits is located with a parabola through its three points, and the
 //     period is that lag over m. An error of a fraction of a sample is then
@@ -39,7 +41,7 @@ namespace gpushare::probe {
 namespace {
 
 constexpr double kMinStrength = 0.5;
-constexpr double kFundamentalShare = 0.9;
+constexpr double kFundamentalShare = 0.6;
 constexpr std::uint64_t kMiB = 1ull << 20;
 
 std::vector<double> detrended(const std::vector<double>& values) {
@@ -132,10 +134,26 @@ std::optional<PeriodEstimate> detect_period(const std::vector<double>& values, d
     }
   }
   if (peaks.empty() || strongest < kMinStrength) return std::nullopt;
-  std::size_t fundamental = 0;
+  // The strongest peak is some multiple m of the period. The period is
+  // strongest/m for the largest m at which a candidate peak sits (within a
+  // tenth of the lag) and correlates nearly as well.
+  std::size_t best = 0;
   for (std::size_t k : peaks) {
-    if (r[k] >= kFundamentalShare * strongest) {
-      fundamental = k;
+    if (r[k] == strongest) best = k;
+  }
+  std::size_t fundamental = best;
+  for (std::size_t m = best / 2; m >= 2; --m) {
+    double target = static_cast<double>(best) / static_cast<double>(m);
+    double slack = std::max(1.0, 0.1 * target);
+    std::size_t found = 0;
+    for (std::size_t k : peaks) {
+      if (std::fabs(static_cast<double>(k) - target) <= slack &&
+          r[k] >= kFundamentalShare * strongest && (found == 0 || r[k] > r[found])) {
+        found = k;
+      }
+    }
+    if (found != 0) {
+      fundamental = found;
       break;
     }
   }

@@ -77,6 +77,17 @@ TEST_CASE("probe series: late samples still give the period within 2 percent") {
   CHECK(*summary.period_ms == Approx(23.5).epsilon(0.02));
 }
 
+TEST_CASE("probe series: a period between two grid lags is not doubled") {
+  for (double period : {11.5, 7.5, 15.25, 40.0}) {
+    Shape shape;
+    shape.period_ms = period;
+    shape.host_ms = period * 0.27;
+    MemorySummary summary = summarise_memory(record(shape), shape.step_ms);
+    REQUIRE(summary.period_ms);
+    CHECK(*summary.period_ms == Approx(period).epsilon(0.01));
+  }
+}
+
 TEST_CASE("probe series: a growing job shows its iterations over the trend") {
   Shape shape;
   shape.leak_per_ms = 400.0 * kMiB / 1000;  // 400 MiB over the run
