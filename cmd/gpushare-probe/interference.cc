@@ -13,6 +13,7 @@
 // curve may show no iterations), and it falls when the job is slowed or
 // throttled. Where the job's memory curve shows iterations, their rate is
 // reported too. Relative speed = co-located rate / solo rate.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -77,6 +78,13 @@ class Coordinator {
     if (pid_ < 0) return make_error(std::string("fork: ") + std::strerror(errno));
     if (pid_ == 0) {
       setpgid(0, 0);
+      // Its records and messages go to its log, not into the probe's output.
+      int null = open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+      }
       execl(ctl.c_str(), ctl.c_str(), "--socket", socket_.c_str(), "serve", "--log-file",
             log.c_str(), static_cast<char*>(nullptr));
       _exit(127);
@@ -230,9 +238,7 @@ Result<std::vector<Speed>> run_together(const Context& ctx, const std::vector<st
     const gpushare::probe::JobTrace& trace = runs->traces[j];
     // Only the job's own memory tells its iterations apart from its
     // neighbour's: the device's activity is shared.
-    auto period = gpushare::probe::detect_period(
-        gpushare::probe::resample_memory(trace.samples, ctx.parsed.interval_ms),
-        ctx.parsed.interval_ms);
+    auto period = gpushare::probe::memory_period(trace.samples, ctx.parsed.interval_ms);
     if (period && period->period_ms > 0) speeds[j].iterations_per_s = 1000 / period->period_ms;
     speeds[j].launches_per_s = meter.rate(j);
     speeds[j].exit_status = trace.exit_status;

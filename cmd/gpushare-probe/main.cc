@@ -64,6 +64,8 @@ void add_node(CLI::App& app, ProbeOptions& options) {
   CLI::App* node = app.add_subcommand("node", "Print this machine's GPUs as cluster TOML");
   node->add_flag("--sim", options.sim, "Probe the installed simulated GPU");
   node->add_option("--name", options.name, "Node name (default: the host name)")->type_name("NAME");
+  node->add_flag("--fragment", options.fragment,
+                 "Print the [[node]] table only (no policy or tenant)");
   node->add_option("--window", options.window, "Utilisation window")
       ->type_name("DUR")
       ->capture_default_str();

@@ -1,7 +1,9 @@
 // `gpushare-probe node`: this machine's GPUs, their live memory and their
-// utilisation over a window, as a cluster TOML fragment that gpushare-place
-// reads (one [[node]] with its [[node.gpu]] tables), so a person can place
-// on the machine they have.
+// utilisation over a window, as cluster TOML that gpushare-place reads (one
+// [[node]] with its [[node.gpu]] tables), so a person can place on the
+// machine they have. By default a whole cluster file (the user as its one
+// tenant); with --fragment the node alone, to concatenate several.
+#include <pwd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +49,13 @@ std::string host_name() {
   char name[256] = "";
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
   return name;
+}
+
+std::string user_name() {
+  if (passwd* entry = getpwuid(getuid()); entry != nullptr && entry->pw_name != nullptr) {
+    return entry->pw_name;
+  }
+  return "uid" + std::to_string(getuid());
 }
 
 // Each device's busy share over the window: the simulator's busy counter
@@ -127,6 +136,13 @@ int run_node(const ProbeOptions& options) {
   out << "# " << records->size() << " GPU(s) of " << name
       << ", from gpushare-probe node: memory now, utilisation over the last "
       << std::lround(parsed->window_ms) << " ms\n";
+  if (!options.fragment) {
+    // A whole cluster of one machine: its user is the one tenant, with a
+    // quota of every GPU, so jobs without a tenant are placed as hers.
+    std::string tenant = user_name();
+    out << "[policy]\ndefault_tenant = " << toml_string(tenant) << "\n\n[[tenant]]\nname = "
+        << toml_string(tenant) << "\nquota_gpus = " << records->size() << "\n\n";
+  }
   out << "[[node]]\nname = " << toml_string(name) << "\n";
   for (std::size_t d = 0; d < records->size(); ++d) {
     const gpushare::probe::DeviceRecord& r = (*records)[d];

@@ -171,6 +171,20 @@ std::optional<PeriodEstimate> detect_period(const std::vector<double>& values, d
   return PeriodEstimate{refined * step_ms, r[fundamental]};
 }
 
+std::optional<PeriodEstimate> memory_period(const std::vector<MemorySample>& samples,
+                                            double step_ms) {
+  std::size_t first = samples.size(), last = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i].mem_bytes == 0) continue;
+    first = std::min(first, i);
+    last = i;
+  }
+  if (first == samples.size()) return std::nullopt;
+  std::vector<MemorySample> active(samples.begin() + static_cast<std::ptrdiff_t>(first),
+                                   samples.begin() + static_cast<std::ptrdiff_t>(last) + 1);
+  return detect_period(resample_memory(active, step_ms), step_ms);
+}
+
 std::vector<double> resample_memory(const std::vector<MemorySample>& samples, double step_ms) {
   std::vector<double> grid;
   if (samples.empty() || step_ms <= 0) return grid;

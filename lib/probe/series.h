@@ -31,6 +31,12 @@ struct PeriodEstimate {
 /// patternless series, or fewer than three repetitions in it.
 std::optional<PeriodEstimate> detect_period(const std::vector<double>& values, double step_ms);
 
+/// The period of the memory curve alone, over its active span (first to
+/// last sample holding memory): what tells one job's iterations from its
+/// neighbour's when the device's activity is shared.
+std::optional<PeriodEstimate> memory_period(const std::vector<MemorySample>& samples,
+                                            double step_ms);
+
 /// Resamples a step function (each sample holds until the next) onto a
 /// uniform grid of `step_ms` from the first to the last sample.
 std::vector<double> resample_memory(const std::vector<MemorySample>& samples, double step_ms);

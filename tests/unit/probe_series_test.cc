@@ -176,3 +176,17 @@ TEST_CASE("probe series: busy time is spread over the time it accrued") {
   CHECK(grid[2] == Approx(0));
   CHECK(grid[3] == Approx(0));
 }
+
+TEST_CASE("probe series: the memory period ignores the time before the job's first allocation") {
+  Shape shape;
+  std::vector<MemorySample> samples;
+  for (int i = 0; i < 300; ++i) samples.push_back({i * 1.0, 0, 0});
+  for (MemorySample s : record(shape)) {
+    s.t_ms += 300;
+    samples.push_back(s);
+  }
+  auto period = memory_period(samples, 1);
+  REQUIRE(period);
+  CHECK(period->period_ms == Approx(11).epsilon(0.01));
+  CHECK_FALSE(memory_period(std::vector<MemorySample>(50, MemorySample{}), 1));
+}
