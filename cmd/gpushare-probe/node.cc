@@ -140,8 +140,9 @@ int run_node(const ProbeOptions& options) {
     // A whole cluster of one machine: its user is the one tenant, with a
     // quota of every GPU, so jobs without a tenant are placed as hers.
     std::string tenant = user_name();
-    out << "[policy]\ndefault_tenant = " << toml_string(tenant) << "\n\n[[tenant]]\nname = "
-        << toml_string(tenant) << "\nquota_gpus = " << records->size() << "\n\n";
+    out << "[policy]\ndefault_tenant = " << toml_string(tenant)
+        << "\n\n[[tenant]]\nname = " << toml_string(tenant) << "\nquota_gpus = " << records->size()
+        << "\n\n";
   }
   out << "[[node]]\nname = " << toml_string(name) << "\n";
   for (std::size_t d = 0; d < records->size(); ++d) {

@@ -27,7 +27,7 @@ struct ProbeOptions {
   std::vector<std::string> command;     ///< memory
   std::vector<std::string> jobs;        ///< interference: shell commands
   std::string format = "jsonl";         ///< interference: jsonl or table
-  bool fragment = false;             ///< node: the [[node]] table only
+  bool fragment = false;                ///< node: the [[node]] table only
   std::string window = "10s";           ///< node: utilisation window
   std::string run_duration = "5s";      ///< interference: each run's length
 };

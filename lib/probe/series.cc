@@ -15,8 +15,9 @@
 //  3. Compute the autocorrelation r(k), normalised on the overlap so it
 //     stays within -1..1 at every lag, for lags up to a third of the span
 //     (three repetitions at least).
-//  4. Candidates are r's local maxima after it first drops below zero (the
-//     lag-0 lobe is not a period). The strongest, at lag L with strength R,
+//  4. Candidates are r's local maxima after its first local minimum (the
+//     lag-0 lobe is not a period; a curve with short dips may never make r
+//     negative between its peaks). The strongest, at lag L with strength R,
 //     is the period or a multiple of it: a period that falls between two
 //     grid lags (11.5 ms on a 1 ms grid) correlates less at its rounded lag
 //     than at 2L, which falls on the grid. So the period is L/m for the
@@ -123,8 +124,9 @@ std::optional<PeriodEstimate> detect_period(const std::vector<double>& values, d
   for (std::size_t k = 1; k < r.size(); ++k) r[k] = correlation(x, k);
   r[0] = 1;
 
+  // The lag-0 lobe ends where r stops falling.
   std::size_t start = 1;
-  while (start <= max_lag && r[start] >= 0) ++start;
+  while (start <= max_lag && r[start + 1] < r[start]) ++start;
   std::vector<std::size_t> peaks;
   double strongest = 0;
   for (std::size_t k = std::max<std::size_t>(start, 2); k <= max_lag; ++k) {

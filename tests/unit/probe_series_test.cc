@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "probe/series.h"
@@ -189,4 +192,34 @@ TEST_CASE("probe series: the memory period ignores the time before the job's fir
   REQUIRE(period);
   CHECK(period->period_ms == Approx(11).epsilon(0.01));
   CHECK_FALSE(memory_period(std::vector<MemorySample>(50, MemorySample{}), 1));
+}
+
+TEST_CASE("probe series: a recorded workload curve with short dips") {
+  std::ifstream in(std::string(GPUSHARE_SOURCE_DIR) + "/tests/data/probe/workload-async-grow.txt");
+  REQUIRE(in);
+  std::vector<MemorySample> samples;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    MemorySample sample;
+    fields >> sample.t_ms >> sample.mem_bytes;
+    samples.push_back(sample);
+  }
+  REQUIRE(samples.size() > 1000);
+  MemorySummary summary = summarise_memory(samples, 1);
+  REQUIRE(summary.period_ms);
+  CHECK(*summary.period_ms == Approx(11.55).epsilon(0.02));
+  CHECK(summary.floor_bytes == kGiB + 256 * kMiB);
+  CHECK(summary.ceiling_bytes == kGiB + 512 * kMiB);
+}
+
+TEST_CASE("probe series: short dips between long highs keep their period") {
+  Shape shape;
+  shape.period_ms = 11.5;
+  shape.host_ms = 2;
+  shape.jitter_ms = 0.3;
+  MemorySummary summary = summarise_memory(record(shape, 11), shape.step_ms);
+  REQUIRE(summary.period_ms);
+  CHECK(*summary.period_ms == Approx(11.5).epsilon(0.02));
 }
