@@ -13,6 +13,7 @@
 // curve may show no iterations), and it falls when the job is slowed or
 // throttled. Where the job's memory curve shows iterations, their rate is
 // reported too. Relative speed = co-located rate / solo rate.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -114,8 +115,15 @@ class Coordinator {
       pid_ = -1;
     }
     if (!directory_.empty()) {
-      unlink(socket_.c_str());
-      unlink((directory_ + "/coordinator.log").c_str());
+      // What serve leaves (its socket, lock, state file, log) lives in
+      // this private directory, made by mkdtemp for it alone.
+      if (DIR* dir = opendir(directory_.c_str()); dir != nullptr) {
+        while (dirent* entry = readdir(dir)) {
+          std::string leaf = entry->d_name;
+          if (leaf != "." && leaf != "..") unlink((directory_ + "/" + leaf).c_str());
+        }
+        closedir(dir);
+      }
       rmdir(directory_.c_str());
       directory_.clear();
     }
@@ -272,8 +280,11 @@ std::string table(const ProbeOptions& options, const std::vector<Speed>& solo, c
   char cell[32];
   out << "JOB  LAUNCHES/S  ITERATIONS/S  COMMAND\n";
   for (std::size_t i = 0; i < solo.size(); ++i) {
-    std::snprintf(cell, sizeof cell, "%-4s %10.1f  ", label(i).c_str(),
-                  solo[i].launches_per_s.value_or(0));
+    if (solo[i].launches_per_s) {
+      std::snprintf(cell, sizeof cell, "%-4s %10.1f  ", label(i).c_str(), *solo[i].launches_per_s);
+    } else {
+      std::snprintf(cell, sizeof cell, "%-4s %10s  ", label(i).c_str(), "-");
+    }
     out << cell;
     if (solo[i].iterations_per_s) {
       std::snprintf(cell, sizeof cell, "%12.1f  ", *solo[i].iterations_per_s);
