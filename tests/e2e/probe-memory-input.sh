@@ -36,7 +36,8 @@ check_usage() {
 }
 check_usage "--caps: empty cap in '25%,,50%'" --caps 25%,,50%
 check_usage "--caps: " --caps lots
-check_usage "--caps: '0%' must be above 0% and at most 1000%" --caps 0%
+check_usage "--caps: '0%' must be above 0%" --caps 0%
+check_usage "--caps: size '150%' is more than 100%" --caps 50%,150%
 check_usage "--caps: '0' must be above 0" --caps 0
 check_usage "--interval: " --interval 5parsecs
 check_usage "--interval: '0s' is out of range" --interval 0s
