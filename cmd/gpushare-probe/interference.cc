@@ -344,21 +344,41 @@ int fail(const std::string& message) {
   return exit_status::kFailure;
 }
 
-}  // namespace
-
-int run_interference(const ProbeOptions& options) {
+// The arguments, checked before anything runs.
+Result<Parsed> check_arguments(const ProbeOptions& options) {
   auto parsed = parse_arguments(options);
-  if (!parsed || options.jobs.size() < 2 || options.jobs.size() > 8) {
-    gpushare::diag::error(parsed ? "--job: give two to eight jobs" : parsed.error().message);
-    gpushare::diag::usage_hint();
-    return exit_status::kUsage;
+  if (!parsed) return parsed.error();
+  if (options.jobs.size() < 2 || options.jobs.size() > 8) {
+    return make_error("--job: give two to eight jobs");
   }
   for (const std::string& job : options.jobs) {
     if (job.find_first_not_of(" \t") == std::string::npos) {
-      gpushare::diag::error("--job: empty command");
-      gpushare::diag::usage_hint();
-      return exit_status::kUsage;
+      return make_error("--job: empty command");
     }
+  }
+  return parsed;
+}
+
+ordered_json solo_record(const ProbeOptions& options, std::size_t job, const Speed& speed) {
+  ordered_json record = ordered_json::object();
+  record["job"] = label(job);
+  record["command"] = options.jobs[job];
+  record["launches_per_s"] = optional_number(speed.launches_per_s);
+  record["iterations_per_s"] = optional_number(speed.iterations_per_s);
+  record["exit_status"] = speed.exit_status;
+  record["stopped"] = speed.stopped;
+  if (!speed.launches_per_s) record["note"] = "no kernel launches seen: no speed to compare";
+  return record;
+}
+
+}  // namespace
+
+int run_interference(const ProbeOptions& options) {
+  auto parsed = check_arguments(options);
+  if (!parsed) {
+    gpushare::diag::error(parsed.error().message);
+    gpushare::diag::usage_hint();
+    return exit_status::kUsage;
   }
   auto gpu = open_gpu(options.sim);
   if (!gpu) return fail(gpu.error().message);
@@ -366,6 +386,10 @@ int run_interference(const ProbeOptions& options) {
   ctx.api = gpu->get();
   auto uuids = gpushare::probe::device_uuids(**gpu);
   if (!uuids) return fail(uuids.error().message);
+  if (!(*gpu)->has_nvml()) {
+    return fail("no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
+                "what the probe samples");
+  }
   ctx.uuids = std::move(*uuids);
   ctx.options = &options;
   ctx.parsed = *parsed;
@@ -382,16 +406,7 @@ int run_interference(const ProbeOptions& options) {
     auto speeds = run_together(ctx, {i}, {false});
     if (!speeds) return fail(speeds.error().message);
     solo.push_back(speeds->front());
-    if (!jsonl) continue;
-    ordered_json record = ordered_json::object();
-    record["job"] = label(i);
-    record["command"] = options.jobs[i];
-    record["launches_per_s"] = optional_number(solo[i].launches_per_s);
-    record["iterations_per_s"] = optional_number(solo[i].iterations_per_s);
-    record["exit_status"] = solo[i].exit_status;
-    record["stopped"] = solo[i].stopped;
-    if (!solo[i].launches_per_s) record["note"] = "no kernel launches seen: no speed to compare";
-    writer.write("interference-solo", 1, record);
+    if (jsonl) writer.write("interference-solo", 1, solo_record(options, i, solo[i]));
   }
   Matrices matrices = empty_matrices(n);
   for (std::size_t i = 0; i < n; ++i) {

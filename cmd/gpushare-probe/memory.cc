@@ -161,6 +161,10 @@ int run_memory(const ProbeOptions& options) {
   auto uuids = gpushare::probe::device_uuids(**gpu);
   if (!uuids) return fail(uuids.error().message);
   if (uuids->empty()) return fail("no GPU to probe");
+  if (!(*gpu)->has_nvml()) {
+    return fail("no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
+                "what the probe samples");
+  }
   std::optional<std::uint64_t> context_bytes;
   if (auto bytes = (*gpu)->context_bytes(0, uuids->front())) context_bytes = *bytes;
   // The job, started as gpushare-run would start it.
