@@ -68,7 +68,18 @@ Result<std::vector<std::string>> parse_caps(const std::string& text) {
   return caps;
 }
 
+void on_stop_signal(int signal_number) { g_stop_signal = signal_number; }
+
 }  // namespace
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal_number, &action, nullptr);
+}
 
 Result<Parsed> parse_arguments(const ProbeOptions& options) {
   Parsed parsed;
@@ -156,7 +167,9 @@ Result<Runs> run_sampled(gpushare::probe::GpuApi& api, const std::vector<std::st
     }
     pids.push_back(spawned->pid);
   }
-  auto traces = gpushare::probe::sample_jobs(api, uuids, pids, sampling, on_sample);
+  gpushare::probe::SamplingOptions options = sampling;
+  options.interrupted = &g_stop_signal;
+  auto traces = gpushare::probe::sample_jobs(api, uuids, pids, options, on_sample);
   if (!traces) return traces.error();
   runs.traces = std::move(*traces);
   return runs;

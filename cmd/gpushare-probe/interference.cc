@@ -387,12 +387,15 @@ int run_interference(const ProbeOptions& options) {
   auto uuids = gpushare::probe::device_uuids(**gpu);
   if (!uuids) return fail(uuids.error().message);
   if (!(*gpu)->has_nvml()) {
-    return fail("no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
-                "what the probe samples");
+    return fail(
+        "no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
+        "what the probe samples");
   }
   ctx.uuids = std::move(*uuids);
   ctx.options = &options;
   ctx.parsed = *parsed;
+  // A Ctrl-C stops the runs; the coordinator is stopped and removed.
+  install_stop_handlers();
   // One private coordinator for every run, so every run is measured alike.
   Coordinator coordinator;
   if (auto started = coordinator.start(); !started) return fail(started.error().message);
@@ -403,6 +406,7 @@ int run_interference(const ProbeOptions& options) {
   const std::size_t n = options.jobs.size();
   std::vector<Speed> solo;
   for (std::size_t i = 0; i < n; ++i) {
+    if (g_stop_signal != 0) return 128 + g_stop_signal;
     auto speeds = run_together(ctx, {i}, {false});
     if (!speeds) return fail(speeds.error().message);
     solo.push_back(speeds->front());
@@ -411,6 +415,7 @@ int run_interference(const ProbeOptions& options) {
   Matrices matrices = empty_matrices(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = i + 1; j < n; ++j) {
+      if (g_stop_signal != 0) return 128 + g_stop_signal;
       auto together = run_together(ctx, {i, j}, {false, false});
       if (!together) return fail(together.error().message);
       matrices.uncontrolled.cells[i][j] = relative((*together)[0], solo[i]);
@@ -433,6 +438,7 @@ int run_interference(const ProbeOptions& options) {
       }
     }
   }
+  if (g_stop_signal != 0) return 128 + g_stop_signal;
   if (!jsonl) std::cout << table(options, solo, matrices) << std::flush;
   if (options.plot) {
     std::string svg = gpushare::probe::interference_svg(

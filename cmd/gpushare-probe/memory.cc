@@ -155,6 +155,8 @@ int run_memory(const ProbeOptions& options) {
     gpushare::diag::usage_hint();
     return exit_status::kUsage;
   }
+  // From here a Ctrl-C stops the job and reports what was seen.
+  install_stop_handlers();
   // The GPU as the job will see it: its UUIDs, and one bare context's size.
   auto gpu = open_gpu(options.sim);
   if (!gpu) return fail(gpu.error().message);
@@ -162,8 +164,9 @@ int run_memory(const ProbeOptions& options) {
   if (!uuids) return fail(uuids.error().message);
   if (uuids->empty()) return fail("no GPU to probe");
   if (!(*gpu)->has_nvml()) {
-    return fail("no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
-                "what the probe samples");
+    return fail(
+        "no NVML (libnvidia-ml.so.1) to read the job's memory from: its process list is "
+        "what the probe samples");
   }
   std::optional<std::uint64_t> context_bytes;
   if (auto bytes = (*gpu)->context_bytes(0, uuids->front())) context_bytes = *bytes;
@@ -203,6 +206,7 @@ int run_memory(const ProbeOptions& options) {
     gpushare::diag::warning("--caps: the job never used device memory; no caps to try");
   } else {
     for (const std::string& cap : parsed->caps) {
+      if (g_stop_signal != 0) break;
       auto run =
           run_cap(**gpu, *uuids, options, *parsed, cap, summary.mem_bytes, speed_of(summary));
       if (!run) return fail(run.error().message);
@@ -216,6 +220,7 @@ int run_memory(const ProbeOptions& options) {
       return fail(written.error().message);
     }
   }
+  if (g_stop_signal != 0) return 128 + g_stop_signal;
   if (trace.exit_status != 0 && !trace.stopped) {
     return fail("the job exited with status " + std::to_string(trace.exit_status));
   }

@@ -2,6 +2,7 @@
 // opened as the probe sees it, and jobs started as gpushare-run starts them.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,11 @@ gpushare::Result<Runs> run_sampled(gpushare::probe::GpuApi& api,
                                    const std::vector<gpushare::LaunchPlan>& plans,
                                    const gpushare::probe::SamplingOptions& sampling,
                                    const gpushare::probe::SampleCallback& on_sample);
+
+/// Set by SIGINT, SIGTERM and SIGHUP once install_stop_handlers() ran:
+/// the probe then stops its jobs, reports what it saw and exits 128+N.
+extern volatile std::sig_atomic_t g_stop_signal;
+void install_stop_handlers();
 
 /// Writes `text` to `path` (replacing it); an Error names the file.
 gpushare::Status write_file(const std::string& path, const std::string& text);

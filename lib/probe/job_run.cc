@@ -184,7 +184,8 @@ Result<std::vector<JobTrace>> sample_jobs(GpuApi& api, const std::vector<std::st
   double next_util = start;
   for (long tick = 0; left > 0; ++tick) {
     double t = now_ms() - start;
-    if (options.duration_ms && t >= *options.duration_ms) {
+    bool interrupted = options.interrupted != nullptr && *options.interrupted != 0;
+    if ((options.duration_ms && t >= *options.duration_ms) || interrupted) {
       for (std::size_t j = 0; j < pids.size(); ++j) {
         if (!running[j]) continue;
         traces[j].exit_status = stop_job(pids[j], 5000);

@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -56,6 +57,10 @@ Result<std::vector<std::string>> device_uuids(GpuApi& api);
 struct SamplingOptions {
   double interval_ms = 1;
   std::optional<double> duration_ms;  ///< stop the jobs (SIGTERM) after this
+  /// Set (by the caller's signal handler) to stop the jobs now, as at the
+  /// end of the duration: the jobs run in their own process group, so a
+  /// Ctrl-C at the terminal reaches only the probe.
+  const volatile std::sig_atomic_t* interrupted = nullptr;
 };
 
 /// One job's readings and how it ended.

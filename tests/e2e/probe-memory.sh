@@ -56,3 +56,23 @@ expect_exit 0 gpushare-probe memory --sim --summary --duration 700ms --name trai
 [ "$(wc -l <"$scratch/out")" -eq 1 ] || fail "--summary printed more than one record"
 jq -e '.kind == "memory-profile" and .id == "train" and .stopped and .exit_status == 143
   and .elapsed_ms < 5000' "$scratch/out" >/dev/null || fail "--duration did not stop the job"
+
+# Ctrl-C reaches the probe only (the job has its own process group): it
+# stops the job, prints the profile of what it saw and exits 128+SIGINT.
+gpushare-probe memory --sim -- "$workload" --mem 256MiB --kernel-us 1000 --duration 60 \
+  >"$scratch/live" 2>/dev/null &
+probe=$!
+for _ in $(seq 400); do
+  grep -q '"mem_bytes":[1-9]' "$scratch/live" && break
+  sleep 0.05
+done
+grep -q '"mem_bytes":[1-9]' "$scratch/live" || fail "the probe never saw the job's memory"
+job=$(pgrep -f -- "--mem 256MiB --kernel-us 1000 --duration 60" | grep -v "^$probe$" | head -1)
+[ -n "$job" ] || fail "the job's process was not found"
+kill -INT "$probe"
+status=0
+wait "$probe" || status=$?
+[ "$status" -eq 130 ] || fail "an interrupted probe exited $status, not 130"
+tail -n 1 "$scratch/live" | jq -e '.kind == "memory-profile" and .stopped and .touched_gpu' \
+  >/dev/null || fail "an interrupted probe printed no profile"
+if kill -0 "$job" 2>/dev/null; then fail "the job outlived the interrupted probe"; fi
