@@ -1,73 +1,81 @@
 // gpushare-probe: measures what placement and limits need.
 //
-// main() parses into ProbeOptions and calls run(), which dispatches on the
-// mode. `device` prints one JSON record per GPU; `memory` and
-// `interference` arrive with their roadmap step and say so until then.
-#include <unistd.h>
-
-#include <iostream>
-#include <nlohmann/json.hpp>
+// main() parses into ProbeOptions and dispatches on the mode:
+//   device        one JSON record per GPU (device.cc)
+//   memory        a job's memory curve, profile and speed under caps (memory.cc)
+//   interference  jobs alone and in pairs, uncontrolled and under QoS
+//                 (interference.cc)
+//   node          this machine's GPUs as a cluster TOML fragment (node.cc)
 #include <string>
 
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
-#include "common/jsonl.h"
-#include "probe/device.h"
+#include "probe.h"
 
 namespace {
 
-struct ProbeOptions {
-  std::string mode;
-  bool sim = false;  ///< device: use the installed simulated GPU
-};
+using probe_cmd::ProbeOptions;
 
-std::string executable_path() {
-  char buffer[4096];
-  ssize_t length = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  return length > 0 ? std::string(buffer, static_cast<std::size_t>(length)) : std::string();
+void add_memory(CLI::App& app, ProbeOptions& options) {
+  CLI::App* memory = app.add_subcommand("memory", "Profile a job's memory curve");
+  // Options stop at the first word of the command, as with gpushare-run.
+  memory->positionals_at_end();
+  memory->add_flag("--sim", options.sim, "Run the job on the simulated GPU");
+  memory->add_option("--interval", options.interval, "Sampling interval")
+      ->type_name("DUR")
+      ->capture_default_str();
+  memory->add_option("--duration", options.duration, "Stop the job after this long")
+      ->type_name("DUR");
+  memory->add_option("--caps", options.caps, "Also measure speed under each memory cap")
+      ->type_name("LIST");
+  memory->add_option("--plot", options.plot, "Draw the curve (and caps) as SVG")->type_name("FILE");
+  memory->add_flag("--summary", options.summary_only,
+                   "Print only the profile record (a job for gpushare-place)");
+  memory->add_option("--name", options.name, "Job name (default: the command's name)")
+      ->type_name("NAME");
+  memory->add_option("command", options.command, "The command and its arguments")
+      ->required()
+      ->type_name("COMMAND [ARG]");
 }
 
-// Which libraries to open: the loader's choice, or the installed simulator.
-gpushare::Result<gpushare::probe::LibraryPaths> library_paths(const ProbeOptions& options) {
-  gpushare::probe::LibraryPaths paths;
-  if (!options.sim) return paths;
-  auto directory = gpushare::probe::locate_simulator(
-      executable_path(), [](const std::string& path) { return access(path.c_str(), R_OK) == 0; });
-  if (!directory) return directory.error();
-  paths.cuda = *directory + "/libcuda.so.1";
-  paths.nvml = *directory + "/libnvidia-ml.so.1";
-  return paths;
+void add_interference(CLI::App& app, ProbeOptions& options) {
+  CLI::App* interference =
+      app.add_subcommand("interference", "Measure jobs alone and co-located, in pairs");
+  interference->add_flag("--sim", options.sim, "Run the jobs on the simulated GPU");
+  interference->add_option("--job", options.jobs, "A job, as a shell command (two or more)")
+      ->type_name("CMD")
+      ->required()
+      ->allow_extra_args(false);
+  interference->add_option("--duration", options.run_duration, "How long each run lasts")
+      ->type_name("DUR")
+      ->capture_default_str();
+  interference->add_option("--interval", options.interval, "Sampling interval")
+      ->type_name("DUR")
+      ->capture_default_str();
+  interference->add_option("--format", options.format, "Output: jsonl or table")
+      ->check(CLI::IsMember({"jsonl", "table"}))
+      ->capture_default_str();
+  interference->add_option("--plot", options.plot, "Draw the matrices as an SVG heat map")
+      ->type_name("FILE");
 }
 
-int run_device(const ProbeOptions& options) {
-  auto paths = library_paths(options);
-  if (!paths) {
-    gpushare::diag::error(paths.error().message);
-    return gpushare::exit_status::kFailure;
-  }
-  auto gpu = gpushare::probe::open_system_gpu(*paths);
-  if (!gpu) {
-    gpushare::diag::error(gpu.error().message);
-    return gpushare::exit_status::kFailure;
-  }
-  auto records = gpushare::probe::probe_devices(**gpu);
-  if (!records) {
-    gpushare::diag::error(records.error().message);
-    return gpushare::exit_status::kFailure;
-  }
-  gpushare::JsonLinesWriter writer(std::cout);
-  for (const auto& record : *records) {
-    writer.write("device", 1, gpushare::probe::device_fields(record));
-  }
-  return gpushare::exit_status::kSuccess;
+void add_node(CLI::App& app, ProbeOptions& options) {
+  CLI::App* node = app.add_subcommand("node", "Print this machine's GPUs as cluster TOML");
+  node->add_flag("--sim", options.sim, "Probe the installed simulated GPU");
+  node->add_option("--name", options.name, "Node name (default: the host name)")->type_name("NAME");
+  node->add_flag("--fragment", options.fragment,
+                 "Print the [[node]] table only (no policy or tenant)");
+  node->add_option("--window", options.window, "Utilisation window")
+      ->type_name("DUR")
+      ->capture_default_str();
 }
 
 int run(const ProbeOptions& options) {
-  if (options.mode == "device") return run_device(options);
-  gpushare::diag::error("'" + options.mode +
-                        "' is not built yet (roadmap step 8: memory curves and interference)");
-  return gpushare::exit_status::kFailure;
+  if (options.mode == "device") return probe_cmd::run_device(options);
+  if (options.mode == "memory") return probe_cmd::run_memory(options);
+  if (options.mode == "interference") return probe_cmd::run_interference(options);
+  return probe_cmd::run_node(options);
 }
 
 }  // namespace
@@ -80,8 +88,9 @@ int main(int argc, char** argv) {
   ProbeOptions options;
   CLI::App* device = app.add_subcommand("device", "Print one record per GPU");
   device->add_flag("--sim", options.sim, "Probe the installed simulated GPU");
-  app.add_subcommand("memory", "Profile a job's memory curve (not built yet)");
-  app.add_subcommand("interference", "Measure two jobs' solo and co-run speeds (not built yet)");
+  add_memory(app, options);
+  add_interference(app, options);
+  add_node(app, options);
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
     return *status;
   }

@@ -40,6 +40,13 @@ struct SimStats {
   std::uint64_t kernels = 0;
 };
 
+/// One process's memory on a device, as NVML lists it (it includes the
+/// process's context).
+struct ProcessMemory {
+  int pid = 0;
+  std::uint64_t used_bytes = 0;
+};
+
 /// The hardware (driver and NVML), as the probe needs it.
 class GpuApi {
  public:
@@ -54,6 +61,20 @@ class GpuApi {
   virtual Result<NvmlMemory> nvml_memory(const std::string& uuid) = 0;
   /// Only the simulated driver has these.
   virtual std::optional<SimStats> sim_stats(int index) = 0;
+  /// The compute processes on a device and their memory (NVML).
+  virtual Result<std::vector<ProcessMemory>> nvml_processes(const std::string& uuid) {
+    return make_error("no per-process memory for " + uuid + " (NVML is not loaded)");
+  }
+  /// The device's busy share over NVML's last sample period, 0..100.
+  virtual Result<unsigned> nvml_utilisation(const std::string& uuid) {
+    return make_error("no utilisation for " + uuid + " (NVML is not loaded)");
+  }
+  /// The memory of one bare context on the device: the probe creates its
+  /// primary context and reads its own process's use from NVML.
+  virtual Result<std::uint64_t> context_bytes(int index, const std::string& uuid) {
+    (void)index;
+    return make_error("cannot measure a context on " + uuid);
+  }
 };
 
 /// One output record.

@@ -3,6 +3,7 @@
 // without them and says why it cannot go on.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "probe/device.h"
 
@@ -15,6 +16,20 @@ struct NvmlMemoryRaw {  // nvmlMemory_t
   unsigned long long free;
   unsigned long long used;
 };
+
+struct NvmlProcessRaw {  // nvmlProcessInfo_v2_t (also what _v3 fills)
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gpu_instance;
+  unsigned int compute_instance;
+};
+struct NvmlUtilisationRaw {  // nvmlUtilization_t
+  unsigned int gpu;
+  unsigned int memory;
+};
+// NVML_VALUE_NOT_AVAILABLE for usedGpuMemory (no per-process accounting,
+// e.g. under Windows WDDM or in some containers).
+constexpr unsigned long long kNvmlNotAvailable = ~0ull;
 
 template <class F>
 bool bind(void* library, const char* name, F** slot) {
@@ -56,6 +71,10 @@ class SystemGpu final : public GpuApi {
         bind(nvml_, "nvmlDeviceGetHandleByUUID", &nvml_by_uuid_) &&
         bind(nvml_, "nvmlDeviceGetMemoryInfo", &nvml_memory_)) {
       nvml_initialised_ = nvml_init_() == 0;
+      if (!bind(nvml_, "nvmlDeviceGetComputeRunningProcesses_v3", &nvml_processes_)) {
+        bind(nvml_, "nvmlDeviceGetComputeRunningProcesses_v2", &nvml_processes_);
+      }
+      bind(nvml_, "nvmlDeviceGetUtilizationRates", &nvml_utilisation_);
     }
     return {};
   }
@@ -130,6 +149,66 @@ class SystemGpu final : public GpuApi {
     return NvmlMemory{memory.total, memory.used};
   }
 
+  Result<std::vector<ProcessMemory>> nvml_processes(const std::string& uuid) override {
+    if (!nvml_initialised_ || nvml_processes_ == nullptr) return GpuApi::nvml_processes(uuid);
+    Result<NvmlDevice> device = handle(uuid);
+    if (!device) return device.error();
+    // The list changes between calls: grow the buffer while NVML says it
+    // was too small (NVML_ERROR_INSUFFICIENT_SIZE, 7).
+    std::vector<NvmlProcessRaw> raw(64);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      unsigned count = static_cast<unsigned>(raw.size());
+      int status = nvml_processes_(*device, &count, raw.data());
+      if (status == 7) {
+        raw.resize(static_cast<std::size_t>(count) * 2 + 8);
+        continue;
+      }
+      if (status != 0) {
+        return make_error("nvmlDeviceGetComputeRunningProcesses failed with " +
+                          std::to_string(status));
+      }
+      std::vector<ProcessMemory> out;
+      for (unsigned i = 0; i < count && i < raw.size(); ++i) {
+        unsigned long long used = raw[i].used == kNvmlNotAvailable ? 0 : raw[i].used;
+        out.push_back({static_cast<int>(raw[i].pid), used});
+      }
+      return out;
+    }
+    return make_error("nvmlDeviceGetComputeRunningProcesses: the process list kept growing");
+  }
+
+  Result<unsigned> nvml_utilisation(const std::string& uuid) override {
+    if (!nvml_initialised_ || nvml_utilisation_ == nullptr) return GpuApi::nvml_utilisation(uuid);
+    Result<NvmlDevice> device = handle(uuid);
+    if (!device) return device.error();
+    NvmlUtilisationRaw rates{};
+    if (int status = nvml_utilisation_(*device, &rates); status != 0) {
+      return make_error("nvmlDeviceGetUtilizationRates failed with " + std::to_string(status));
+    }
+    return rates.gpu;
+  }
+
+  Result<std::uint64_t> context_bytes(int index, const std::string& uuid) override {
+    CUcontext ctx = nullptr;
+    std::string at = "(" + std::to_string(index) + ")";
+    if (Status s = check(retain_(&ctx, index), "cuDevicePrimaryCtxRetain" + at); !s) {
+      return s.error();
+    }
+    // A context exists once it is current and used; cuMemGetInfo does both.
+    size_t free_bytes = 0, total_bytes = 0;
+    Status status = check(set_current_(ctx), "cuCtxSetCurrent");
+    if (status) status = check(mem_info_(&free_bytes, &total_bytes), "cuMemGetInfo" + at);
+    Result<std::vector<ProcessMemory>> processes = nvml_processes(uuid);
+    set_current_(nullptr);
+    release_(index);
+    if (!status) return status.error();
+    if (!processes) return processes.error();
+    for (const ProcessMemory& process : *processes) {
+      if (process.pid == static_cast<int>(getpid())) return process.used_bytes;
+    }
+    return make_error("NVML does not list the probe's own context on " + uuid);
+  }
+
   std::optional<SimStats> sim_stats(int index) override {
     if (sim_stats_ == nullptr) return std::nullopt;
     SimStats stats;
@@ -143,6 +222,15 @@ class SystemGpu final : public GpuApi {
   }
 
  private:
+  Result<NvmlDevice> handle(const std::string& uuid) {
+    NvmlDevice device = nullptr;
+    if (int status = nvml_by_uuid_(uuid.c_str(), &device); status != 0) {
+      return make_error("nvmlDeviceGetHandleByUUID(" + uuid + ") failed with " +
+                        std::to_string(status));
+    }
+    return device;
+  }
+
   Status check(CUresult result, const std::string& call) {
     if (result == CUDA_SUCCESS) return {};
     const char* name = nullptr;
@@ -178,6 +266,8 @@ class SystemGpu final : public GpuApi {
   int (*nvml_shutdown_)() = nullptr;
   int (*nvml_by_uuid_)(const char*, NvmlDevice*) = nullptr;
   int (*nvml_memory_)(NvmlDevice, NvmlMemoryRaw*) = nullptr;
+  int (*nvml_processes_)(NvmlDevice, unsigned*, NvmlProcessRaw*) = nullptr;
+  int (*nvml_utilisation_)(NvmlDevice, NvmlUtilisationRaw*) = nullptr;
   bool nvml_initialised_ = false;
 };
 
