@@ -2,29 +2,27 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <strings.h>
-
 #include <cstring>
 
 #include "coord/client/client.h"
 #include "interpose/log.h"
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
+#include "interpose/throttle.h"
 
 namespace gpushare::interpose {
 
 constinit Runtime g_runtime;
+constinit coord::LocalCounters g_counters{};
 
 namespace {
 
 pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-// The counters the coordinator client copies into the job's telemetry page.
-coord::LocalCounters g_counters;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 
@@ -85,6 +83,18 @@ void load_driver() {
       reinterpret_cast<PFN_cuDeviceGet_v2000>(real_dlsym(rt.libcuda, "cuDeviceGet"));
   real.real_cuDeviceGetUuid_v2 =
       reinterpret_cast<PFN_cuDeviceGetUuid_v11040>(real_dlsym(rt.libcuda, "cuDeviceGetUuid_v2"));
+  real.real_cuEventCreate =
+      reinterpret_cast<PFN_cuEventCreate_v2000>(real_dlsym(rt.libcuda, "cuEventCreate"));
+  real.real_cuEventDestroy_v2 =
+      reinterpret_cast<PFN_cuEventDestroy_v4000>(real_dlsym(rt.libcuda, "cuEventDestroy_v2"));
+  real.real_cuEventRecord =
+      reinterpret_cast<PFN_cuEventRecord_v2000>(real_dlsym(rt.libcuda, "cuEventRecord"));
+  real.real_cuEventRecord_ptsz =
+      reinterpret_cast<PFN_cuEventRecord_v7000_ptsz>(real_dlsym(rt.libcuda, "cuEventRecord_ptsz"));
+  real.real_cuEventQuery =
+      reinterpret_cast<PFN_cuEventQuery_v2000>(real_dlsym(rt.libcuda, "cuEventQuery"));
+  real.real_cuEventElapsedTime =
+      reinterpret_cast<PFN_cuEventElapsedTime_v2000>(real_dlsym(rt.libcuda, "cuEventElapsedTime"));
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
   rt.driver_loaded.store(true, std::memory_order_release);
@@ -142,6 +152,7 @@ void reset_after_fork() {
   rt.handles.clear();
   rt.contexts.clear();
   g_counters.launches.store(0, std::memory_order_relaxed);
+  throttle_after_fork();
   rt.device_count.store(-1, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&rt.context_mutex, &fresh, sizeof fresh);
@@ -174,7 +185,8 @@ int current_device() {
   const Runtime& rt = g_runtime;
   if (rt.device_count.load(std::memory_order_acquire) < 0) init_devices();
   CUdevice device = -1;
-  if (rt.real.real_cuCtxGetDevice == nullptr || rt.real.real_cuCtxGetDevice(&device) != CUDA_SUCCESS) {
+  if (rt.real.real_cuCtxGetDevice == nullptr ||
+      rt.real.real_cuCtxGetDevice(&device) != CUDA_SUCCESS) {
     return -1;
   }
   int count = rt.device_count.load(std::memory_order_acquire);
@@ -191,12 +203,6 @@ std::uint64_t current_context() {
 }
 
 std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
-
-void before_launch() {
-  if (g_runtime.settings.disabled) return;
-  g_counters.launches.fetch_add(1, std::memory_order_relaxed);
-  if (coord::paused()) coord::wait_while_paused();
-}
 
 bool process_device_usage(int device, std::uint64_t* bytes) {
   const RealNvml& nvml = real_nvml();

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "coord/client/client.h"
 #include "interpose/accounting.h"
 #include "interpose/settings.h"
 
@@ -35,6 +36,13 @@ struct RealDriver {
   PFN_cuDeviceGetCount_v2000 real_cuDeviceGetCount = nullptr;
   PFN_cuDeviceGet_v2000 real_cuDeviceGet = nullptr;
   PFN_cuDeviceGetUuid_v11040 real_cuDeviceGetUuid_v2 = nullptr;
+  // The compute actuator's events (throttle.cc).
+  PFN_cuEventCreate_v2000 real_cuEventCreate = nullptr;
+  PFN_cuEventDestroy_v4000 real_cuEventDestroy_v2 = nullptr;
+  PFN_cuEventRecord_v2000 real_cuEventRecord = nullptr;
+  PFN_cuEventRecord_v7000_ptsz real_cuEventRecord_ptsz = nullptr;
+  PFN_cuEventQuery_v2000 real_cuEventQuery = nullptr;
+  PFN_cuEventElapsedTime_v2000 real_cuEventElapsedTime = nullptr;
 };
 
 struct Device {
@@ -82,8 +90,18 @@ std::uint64_t current_context();
 /// else the job's starting limit. Lock-free loads only.
 std::uint64_t effective_limit(int device);
 
-/// Counts a launch and waits while the coordinator has paused the job.
-void before_launch();
+/// The telemetry counters the coordinator client copies into the job's
+/// telemetry page (process-local; relaxed increments).
+extern coord::LocalCounters g_counters;
+
+/// The launch path: counts the launch and says whether it must go through
+/// the gate (paused, or compute limits in force: see throttle.h). One
+/// relaxed increment and two loads when not gated.
+inline bool before_launch() {
+  if (g_runtime.settings.disabled) return false;
+  g_counters.launches.fetch_add(1, std::memory_order_relaxed);
+  return coord::launch_gated();
+}
 
 /// This process's device memory as the driver's NVML sees it (contexts
 /// included), or false where NVML cannot tell.

@@ -71,6 +71,7 @@ struct Config {
   unsigned char uuids[kMaxDevices][16];
   std::uint64_t mem_total_bytes[kMaxDevices];
   std::uint64_t requested_limit_bytes[kMaxDevices];
+  std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
   void (*log)(const char*);
   bool debug;
   LocalCounters* counters;
@@ -82,6 +83,13 @@ struct State {
   // kNoLimit before client_start.
   std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
   std::atomic<std::uint32_t> fallback_qos;
+  // The compute limits kept while unregistered, stored like the memory
+  // limits (inverted, so zero reads as kNoLimit), and whether any is set.
+  std::atomic<std::uint64_t> fallback_budget_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
+  std::atomic<std::uint32_t> fallback_throttle;
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
@@ -135,6 +143,35 @@ std::uint64_t fallback_limit(int device) {
 
 void set_fallback_limit(int device, std::uint64_t limit) {
   g_state.fallback_limit_inverted[device].store(~limit, std::memory_order_relaxed);
+}
+
+void set_fallback_compute(int device, const ComputeView& c) {
+  g_state.fallback_window_ns[device].store(c.launch_window_ns, std::memory_order_relaxed);
+  g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
+  g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
+  g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
+}
+
+void page_compute(const LimitsPage* page, int device, ComputeView* out) {
+  const DeviceLimits& d = page->devices[device];
+  out->launch_budget = d.launch_budget.load(std::memory_order_acquire);
+  out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
+  out->max_queued = d.max_queued.load(std::memory_order_relaxed);
+  out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
+}
+
+// Keeps the page's limits (memory, class, compute) as the fallback: the
+// job runs on them while no coordinator is there.
+void keep_page_limits(const LimitsPage* page) {
+  for (int i = 0; i < g_config.device_count; ++i) {
+    set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
+    ComputeView compute;
+    page_compute(page, i, &compute);
+    set_fallback_compute(i, compute);
+  }
+  g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_state.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
 }
 
 // ---- registration ----------------------------------------------------------
@@ -287,7 +324,8 @@ Outcome try_register(int timeout_ms, Registration* out) {
                               g_config.uuids,
                               g_config.mem_total_bytes,
                               g_config.requested_limit_bytes,
-                              limits};
+                              limits,
+                              g_config.compute_cap_ppm};
   char message[8192];
   std::size_t length = wire::write_register(message, sizeof message, fields);
   char reply[kMaxReplyBytes];
@@ -334,6 +372,12 @@ void copy_telemetry(TelemetryPage* page) {
                                   std::memory_order_relaxed);
     page->iterations.store(c->iterations.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
+    page->last_iteration_ns.store(c->last_iteration_ns.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+    page->gpu_busy_ns.store(c->gpu_busy_ns.load(std::memory_order_relaxed),
+                            std::memory_order_relaxed);
+    page->throttle_wait_ns.store(c->throttle_wait_ns.load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
   }
   page->heartbeat_ns.store(now_ns(), std::memory_order_release);
 }
@@ -354,11 +398,7 @@ void publish(const Registration& registration) {
 void retire(bool close_socket) {
   const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
-    for (int i = 0; i < g_config.device_count; ++i) {
-      set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    }
-    g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
+    keep_page_limits(page);
     g_state.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
@@ -434,9 +474,7 @@ void after_fork_in_child() {
   if (g_state.running.load(std::memory_order_relaxed) == 0) return;
   const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
-    for (int i = 0; i < g_config.device_count; ++i) {
-      set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    }
+    keep_page_limits(page);
     g_state.page.store(nullptr, std::memory_order_release);
   }
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
@@ -503,6 +541,14 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
   }
 
+  g_config.compute_cap_ppm = kNoLimit;
+  const char* compute = getenv("GPUSHARE_COMPUTE");
+  if (compute != nullptr && *compute != '\0' &&
+      !parse_compute_cap(compute, &g_config.compute_cap_ppm)) {
+    log_line("ignoring GPUSHARE_COMPUTE='%s': expected a share above 0%% and at most 100%%",
+             compute);
+    g_config.compute_cap_ppm = kNoLimit;
+  }
   int count = job.device_count < 0 ? 0 : job.device_count;
   g_config.device_count = count > kMaxDevices ? kMaxDevices : count;
   for (int i = 0; i < g_config.device_count; ++i) {
@@ -510,7 +556,12 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
     g_config.requested_limit_bytes[i] = job.devices[i].requested_limit_bytes;
     set_fallback_limit(i, job.devices[i].requested_limit_bytes);
+    ComputeView own;
+    own.compute_cap_ppm = g_config.compute_cap_ppm;
+    set_fallback_compute(i, own);
   }
+  g_state.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
+                                  std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -583,6 +634,41 @@ std::uint64_t mem_limit(int device) {
 bool paused() {
   const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
   return page != nullptr && page->paused.load(std::memory_order_relaxed) != 0;
+}
+
+bool launch_gated() {
+  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    return (page->paused.load(std::memory_order_relaxed) |
+            page->throttle.load(std::memory_order_relaxed)) != 0;
+  }
+  return g_state.fallback_throttle.load(std::memory_order_relaxed) != 0;
+}
+
+void compute_limits(int device, ComputeView* out) {
+  *out = ComputeView{};
+  if (device < 0 || device >= kMaxDevices) return;
+  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
+    return;
+  }
+  out->launch_budget = ~g_state.fallback_budget_inverted[device].load(std::memory_order_relaxed);
+  out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
+  out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
+  out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
+}
+
+bool parse_compute_cap(const char* text, std::uint64_t* ppm) {
+  if (text == nullptr || *text < '0' || *text > '9') return false;
+  char* end = nullptr;
+  double pct = strtod(text, &end);
+  if (end == text) return false;
+  if (*end == '%') ++end;
+  if (*end != '\0' || !(pct > 0.0) || pct > 100.0) return false;
+  std::uint64_t value = static_cast<std::uint64_t>(pct * 10000.0 + 0.5);
+  *ppm = value == 0 ? 1 : value;
+  return true;
 }
 
 void wait_while_paused() {

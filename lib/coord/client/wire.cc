@@ -128,6 +128,10 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
     out.put(",\"id_hint\":");
     out.number(fields.id_hint);
   }
+  if (fields.compute_cap_ppm != kNoLimit) {
+    out.put(",\"compute_cap_ppm\":");
+    out.number(fields.compute_cap_ppm);
+  }
   out.put(",\"devices\":[");
   for (int i = 0; i < fields.device_count; ++i) {
     char uuid[48];
