@@ -24,6 +24,7 @@ struct CtlOptions {
   std::string admin_group;
   bool idle_exit = false;
   std::string idle_grace = "60s";
+  std::string compute_policy = "gpushare";
 };
 
 int serve(const CtlOptions& options);

@@ -21,6 +21,7 @@
 
 #include "common/result.h"
 #include "coord/authorize.h"
+#include "coord/compute_control.h"
 
 namespace gpushare::coord {
 
@@ -59,6 +60,9 @@ struct ServerOptions {
   /// register again get back what ctl set for them, and rewritten after
   /// each change. Empty: none.
   std::string state_path;
+  /// The compute loop's policy (compute_control.h), ticking every
+  /// kComputeTickNs on the event loop.
+  ComputePolicy compute_policy = ComputePolicy::kGpushare;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;

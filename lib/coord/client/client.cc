@@ -659,18 +659,6 @@ void compute_limits(int device, ComputeView* out) {
   out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
 }
 
-bool parse_compute_cap(const char* text, std::uint64_t* ppm) {
-  if (text == nullptr || *text < '0' || *text > '9') return false;
-  char* end = nullptr;
-  double pct = strtod(text, &end);
-  if (end == text) return false;
-  if (*end == '%') ++end;
-  if (*end != '\0' || !(pct > 0.0) || pct > 100.0) return false;
-  std::uint64_t value = static_cast<std::uint64_t>(pct * 10000.0 + 0.5);
-  *ppm = value == 0 ? 1 : value;
-  return true;
-}
-
 void wait_while_paused() {
   for (;;) {
     const LimitsPage* page = g_state.page.load(std::memory_order_acquire);

@@ -1,4 +1,7 @@
 #include "coord/client/wire.h"
+#include "coord/client/client.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -175,3 +178,21 @@ bool find_string(const char* line, const char* key, char* out, std::size_t size)
 }
 
 }  // namespace gpushare::coord::wire
+
+namespace gpushare::coord {
+
+// Declared in client.h; here, with the other pure parsing, so that the
+// coordinator's protocol code shares it without the client's thread.
+bool parse_compute_cap(const char* text, std::uint64_t* ppm) {
+  if (text == nullptr || *text < '0' || *text > '9') return false;
+  char* end = nullptr;
+  double pct = strtod(text, &end);
+  if (end == text) return false;
+  if (*end == '%') ++end;
+  if (*end != '\0' || !(pct > 0.0) || pct > 100.0) return false;
+  std::uint64_t value = static_cast<std::uint64_t>(pct * 10000.0 + 0.5);
+  *ppm = value == 0 ? 1 : value;
+  return true;
+}
+
+}  // namespace gpushare::coord
