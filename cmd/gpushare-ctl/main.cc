@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   CLI::App* set = app.add_subcommand("set", "Change a job's limits or class");
   add_job(set);
   set->add_option("--mem-limit", options.mem_limit, "New memory limit (SIZE, N%, or none)");
-  set->add_option("properties", options.properties, "KEY=VALUE properties (mem-limit, qos, name, compute)");
+  set->add_option("properties", options.properties,
+                  "KEY=VALUE properties (mem-limit, qos, name, compute)");
   add_format(set);
   for (const char* name : {"pause", "resume"}) {
     bool is_pause = std::string(name) == "pause";

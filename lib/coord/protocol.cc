@@ -1,7 +1,6 @@
 #include "coord/protocol.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "common/jsonl.h"
@@ -328,23 +327,22 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
   ordered_json& r = *record;
   r["iterations"] = job.iterations;
   r["speed_per_s"] = measured(job.speed_per_s);
-  r["speed_unit"] = job.speed_per_s < 0 ? ordered_json(nullptr)
-                                        : ordered_json(job.speed_in_iterations ? "iterations"
-                                                                               : "launches");
+  r["speed_unit"] = job.speed_per_s < 0
+                        ? ordered_json(nullptr)
+                        : ordered_json(job.speed_in_iterations ? "iterations" : "launches");
   r["solo_speed_per_s"] = measured(job.solo_speed_per_s);
   r["slowdown_pct"] = measured(job.slowdown, 100.0);
   bool budgeted = job.launch_budget != kNoLimit && job.launch_window_ns > 0;
-  r["launch_budget_per_s"] =
-      budgeted ? measured(static_cast<double>(job.launch_budget) * 1e9 /
-                          static_cast<double>(job.launch_window_ns))
-               : ordered_json(nullptr);
+  r["launch_budget_per_s"] = budgeted ? measured(static_cast<double>(job.launch_budget) * 1e9 /
+                                                 static_cast<double>(job.launch_window_ns))
+                                      : ordered_json(nullptr);
   r["max_queued"] = limit_json(job.max_queued);
   r["gpu_share_pct"] = measured(job.gpu_share, 100.0);
   r["compute_cap_pct"] = job.compute_cap_ppm == kNoLimit
                              ? ordered_json(nullptr)
                              : ordered_json(static_cast<double>(job.compute_cap_ppm) / 1e4);
-  r["compute_phase"] = job.compute_phase.empty() ? ordered_json(nullptr)
-                                                 : ordered_json(job.compute_phase);
+  r["compute_phase"] =
+      job.compute_phase.empty() ? ordered_json(nullptr) : ordered_json(job.compute_phase);
 }
 
 }  // namespace

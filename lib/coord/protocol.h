@@ -52,7 +52,7 @@ struct RegisterRequest {
   std::string name;
   std::uint32_t qos = kQosProduction;
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap (GPUSHARE_COMPUTE)
-  std::uint64_t id_hint = 0;  ///< 0: none
+  std::uint64_t id_hint = 0;                 ///< 0: none
   std::vector<DeviceRegistration> devices;
 };
 

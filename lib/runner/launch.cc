@@ -1,11 +1,10 @@
 #include "runner/launch.h"
 
-#include "coord/client/client.h"
-
 #include <array>
 #include <string_view>
 
 #include "common/units.h"
+#include "coord/client/client.h"
 
 namespace gpushare {
 namespace {
@@ -45,7 +44,8 @@ Status check_gpu(const std::string& gpu) {
   if (gpu.rfind("GPU-", 0) == 0 || gpu.rfind("MIG-", 0) == 0) return {};
   for (char c : gpu) {
     if (c < '0' || c > '9') {
-      return make_error("invalid GPU '" + gpu + "': expected an index (0, 1, ...) or a UUID (GPU-...)");
+      return make_error("invalid GPU '" + gpu +
+                        "': expected an index (0, 1, ...) or a UUID (GPU-...)");
     }
   }
   return {};

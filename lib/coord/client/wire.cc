@@ -1,10 +1,10 @@
 #include "coord/client/wire.h"
-#include "coord/client/client.h"
-
-#include <stdlib.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "coord/client/client.h"
 
 namespace gpushare::coord::wire {
 namespace {
