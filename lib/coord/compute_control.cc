@@ -279,7 +279,8 @@ class GpushareController : public DeviceController {
       ComputeJobOutput o;
       o.id = job.id;
       Rate shown = track.rate_since(now > kShowWindowNs ? now - kShowWindowNs : 0);
-      o.speed_per_s = shown.per_s;
+      // A job that has never launched has no speed to show (not "0").
+      o.speed_per_s = track.samples.back().launches > 0 ? shown.per_s : -1;
       o.speed_in_iterations = shown.iterations;
       const Sample& first = track.from(now > kShowWindowNs ? now - kShowWindowNs : 0);
       const Sample& last = track.samples.back();

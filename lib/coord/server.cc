@@ -615,6 +615,7 @@ struct Server::Impl {
       return false;
     }
     save_decisions_now();
+    compute.tick(registry, now_ns());  // its limits and phase from the start
     note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
          std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ", " +
          qos_name(job.block->qos()) + ", " + describe_limits(job));
