@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,7 +67,7 @@ struct ComputeJobOutput {
   double speed_per_s = -1;  ///< iterations/s (or launches/s); < 0: not measured yet
   bool speed_in_iterations = false;
   double solo_speed_per_s = -1;  ///< production: its estimated speed alone
-  double slowdown = -1;          ///< production: 1 - speed/solo
+  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured          ///< production: 1 - speed/solo
   double gpu_share = -1;         ///< measured GPU time / wall time (tracked launches)
   double launch_rate_per_s = -1;
 };

@@ -331,7 +331,9 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
                         ? ordered_json(nullptr)
                         : ordered_json(job.speed_in_iterations ? "iterations" : "launches");
   r["solo_speed_per_s"] = measured(job.solo_speed_per_s);
-  r["slowdown_pct"] = measured(job.slowdown, 100.0);
+  // A slowdown may be negative (faster than the solo estimate).
+  r["slowdown_pct"] = std::isnan(job.slowdown) ? ordered_json(nullptr)
+                                               : ordered_json(std::round(job.slowdown * 1e5) / 1e3);
   bool budgeted = job.launch_budget != kNoLimit && job.launch_window_ns > 0;
   r["launch_budget_per_s"] = budgeted ? measured(static_cast<double>(job.launch_budget) * 1e9 /
                                                  static_cast<double>(job.launch_window_ns))

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -106,7 +107,7 @@ struct JobView {
   double speed_per_s = -1;
   bool speed_in_iterations = false;
   double solo_speed_per_s = -1;
-  double slowdown = -1;
+  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured
   double gpu_share = -1;
   std::uint64_t launch_budget = kNoLimit;
   std::uint64_t launch_window_ns = 0;

@@ -160,9 +160,9 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
     if (gate.count == kRing) reap(gate, true);  // the ring is the last bound
     int slot = (gate.head + gate.count) % kRing;
     ticket.slot = slot;
-    if (limits.compute_cap_ppm != kThrottleNoLimit) {
-      ticket.timed = record(gate.start[slot], stream, per_thread) == CUDA_SUCCESS;
-    }
+    // Every tracked launch is timed: a cap needs its GPU time, and ctl
+    // shows the share an opportunistic job obtained.
+    ticket.timed = record(gate.start[slot], stream, per_thread) == CUDA_SUCCESS;
   }
   return ticket;  // the mutex stays held until throttle_after
 }

@@ -14,9 +14,9 @@
 // launches of several threads on one device are counted in order.
 //
 // Tracking: each gated launch is followed by an event recorded in its
-// stream (cuEventRecord_ptsz for per-thread-default-stream variants); while
-// a compute cap is in force, one is also recorded before it, and the GPU
-// time of the launch is cuEventElapsedTime between the two (from the
+// stream (cuEventRecord_ptsz for per-thread-default-stream variants) and
+// one before it; the GPU time of the launch is cuEventElapsedTime between
+// the two (from the
 // stream reaching the launch to its end: exact on an idle GPU; on a shared
 // GPU it also counts time another context held the GPU meanwhile, so a
 // capped job gets at most its cap). Events live in a ring of kRing pairs
