@@ -3,8 +3,9 @@
 // previous one is an iteration boundary: training loops synchronise once
 // per step (a loss read back, an event waited on), so boundaries count
 // steps, and their times give the step period the coordinator protects.
-// The cost, after the real call (which waits for the GPU anyway): an
-// exchange, and at a boundary two increments and a clock read (vDSO).
+// The cost, after the real call (which waits for the GPU anyway): the sum
+// of the per-thread launch counters, an exchange, and at a boundary an
+// increment and a clock read (vDSO).
 #include <time.h>
 
 #include "interpose/hooks.h"
@@ -18,7 +19,7 @@ std::atomic<std::uint64_t> g_launches_at_last_sync{0};
 
 void after_sync(CUresult result) {
   if (result != CUDA_SUCCESS || g_runtime.settings.disabled) return;
-  std::uint64_t launches = g_counters.launches.load(std::memory_order_relaxed);
+  std::uint64_t launches = launches_total();
   if (g_launches_at_last_sync.exchange(launches, std::memory_order_relaxed) != launches) {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -18,6 +18,30 @@ namespace gpushare::interpose {
 
 constinit Runtime g_runtime;
 constinit coord::LocalCounters g_counters{};
+__thread LaunchSlot* t_launch_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+LaunchSlot g_launch_slots[kLaunchSlots];
+std::atomic<int> g_launch_slots_taken{0};
+}  // namespace
+
+LaunchSlot* claim_launch_slot() {
+  int index = g_launch_slots_taken.fetch_add(1, std::memory_order_relaxed);
+  if (index >= kLaunchSlots) {
+    g_launch_slots_taken.store(kLaunchSlots, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t_launch_slot = &g_launch_slots[index];
+  return t_launch_slot;
+}
+
+std::uint64_t launches_total() {
+  int taken = g_launch_slots_taken.load(std::memory_order_relaxed);
+  if (taken > kLaunchSlots) taken = kLaunchSlots;
+  std::uint64_t total = g_counters.launches.load(std::memory_order_relaxed);
+  for (int i = 0; i < taken; ++i) total += g_launch_slots[i].count.load(std::memory_order_relaxed);
+  return total;
+}
 
 namespace {
 
@@ -42,6 +66,7 @@ void start_coordinator_client(int count) {
     job.devices[index].mem_total_bytes = device.physical_total;
     job.devices[index].requested_limit_bytes = device.start_limit;
   }
+  g_counters.launches_total = &launches_total;
   coord::client_start(job, &g_counters);
 }
 
@@ -152,6 +177,7 @@ void reset_after_fork() {
   rt.handles.clear();
   rt.contexts.clear();
   g_counters.launches.store(0, std::memory_order_relaxed);
+  for (LaunchSlot& slot : g_launch_slots) slot.count.store(0, std::memory_order_relaxed);
   throttle_after_fork();
   rt.device_count.store(-1, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

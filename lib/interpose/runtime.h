@@ -94,12 +94,38 @@ std::uint64_t effective_limit(int device);
 /// telemetry page (process-local; relaxed increments).
 extern coord::LocalCounters g_counters;
 
+/// Launches are counted per thread, in a slot of its own, by a plain load
+/// and store (no locked instruction, which costs more than the rest of the
+/// launch path together); the sum over slots is the job's launch count. A
+/// thread takes a slot at its first launch; past kLaunchSlots threads,
+/// launches are counted with an atomic increment in `g_counters.launches`.
+struct alignas(64) LaunchSlot {
+  std::atomic<std::uint64_t> count;
+};
+inline constexpr int kLaunchSlots = 256;
+extern __thread LaunchSlot* t_launch_slot __attribute__((tls_model("initial-exec")));
+/// Takes a slot for the calling thread (nullptr when none is left).
+LaunchSlot* claim_launch_slot();
+/// Launches so far, summed over every thread.
+std::uint64_t launches_total();
+
+inline void count_launch() {
+  LaunchSlot* slot = t_launch_slot;
+  if (__builtin_expect(slot == nullptr, 0)) slot = claim_launch_slot();
+  if (__builtin_expect(slot == nullptr, 0)) {
+    g_counters.launches.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Only this thread writes the slot; the client thread reads it.
+  slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 /// The launch path: counts the launch and says whether it must go through
-/// the gate (paused, or compute limits in force: see throttle.h). One
-/// relaxed increment and two loads when not gated.
+/// the gate (paused, or compute limits in force: see throttle.h). A thread-
+/// local load, a plain increment and three loads when not gated.
 inline bool before_launch() {
   if (g_runtime.settings.disabled) return false;
-  g_counters.launches.fetch_add(1, std::memory_order_relaxed);
+  count_launch();
   return coord::launch_gated();
 }
 

@@ -1,10 +1,10 @@
 // The coordinator client's state machine and background thread.
 //
 // States, as seen by the hot path (mem_limit, paused):
-//   unregistered  g_state.page is null; limits come from `fallback_limit`,
+//   unregistered  g_launch_gate.page is null; limits come from `fallback_limit`,
 //                 which holds the requested limits, or after a coordinator
 //                 went away, the last limits it had set.
-//   registered    g_state.page points at the coordinator's read-only limits
+//   registered    g_launch_gate.page points at the coordinator's read-only limits
 //                 page; every read goes straight to shared memory.
 // The background thread is the only writer of `page`. It publishes a page
 // with a release store after checking it, and retires one by first copying
@@ -78,7 +78,6 @@ struct Config {
 };
 
 struct State {
-  std::atomic<const LimitsPage*> page;
   // Stored inverted (~limit), so that the zero-initialised state reads as
   // kNoLimit before client_start.
   std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
@@ -89,7 +88,6 @@ struct State {
   std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
   std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
   std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
-  std::atomic<std::uint32_t> fallback_throttle;
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
@@ -101,6 +99,12 @@ struct State {
 };
 
 constinit Config g_config{};
+}  // namespace
+
+// The registered page (null while unregistered), read by the launch path.
+constinit LaunchGate g_launch_gate{};
+
+namespace {
 constinit State g_state{};
 
 // ---- small helpers ---------------------------------------------------------
@@ -170,8 +174,8 @@ void keep_page_limits(const LimitsPage* page) {
     set_fallback_compute(i, compute);
   }
   g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  g_state.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
-                                  std::memory_order_relaxed);
+  g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
+                                        std::memory_order_relaxed);
 }
 
 // ---- registration ----------------------------------------------------------
@@ -365,7 +369,10 @@ void copy_telemetry(TelemetryPage* page) {
       page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
     }
-    page->launches.store(c->launches.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    std::uint64_t launches = c->launches_total != nullptr
+                                 ? c->launches_total()
+                                 : c->launches.load(std::memory_order_relaxed);
+    page->launches.store(launches, std::memory_order_relaxed);
     page->blocks_launched.store(c->blocks_launched.load(std::memory_order_relaxed),
                                 std::memory_order_relaxed);
     page->kernels_completed.store(c->kernels_completed.load(std::memory_order_relaxed),
@@ -388,7 +395,7 @@ void publish(const Registration& registration) {
   g_state.socket_fd.store(registration.fd + 1, std::memory_order_relaxed);
   g_state.last_job_id.store(registration.limits->job_id, std::memory_order_relaxed);
   g_state.registrations.fetch_add(1, std::memory_order_relaxed);
-  g_state.page.store(registration.limits, std::memory_order_release);
+  g_launch_gate.page.store(registration.limits, std::memory_order_release);
   log_line("registered as job %llu with %s",
            static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path);
 }
@@ -396,10 +403,10 @@ void publish(const Registration& registration) {
 // Back to the unregistered state, keeping the last limits. Wakes launches
 // paused on the old page: no coordinator is left to resume them.
 void retire(bool close_socket) {
-  const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
     keep_page_limits(page);
-    g_state.page.store(nullptr, std::memory_order_release);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
   if (g_state.telemetry != nullptr) {
@@ -472,10 +479,10 @@ void* client_thread(void* first_fd) {
 // current limits and start unregistered.
 void after_fork_in_child() {
   if (g_state.running.load(std::memory_order_relaxed) == 0) return;
-  const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
     keep_page_limits(page);
-    g_state.page.store(nullptr, std::memory_order_release);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
   }
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
   // either way, and nothing in the child writes to it).
@@ -560,8 +567,8 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     own.compute_cap_ppm = g_config.compute_cap_ppm;
     set_fallback_compute(i, own);
   }
-  g_state.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
-                                  std::memory_order_relaxed);
+  g_launch_gate.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
+                                        std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -624,7 +631,7 @@ void client_stop() {
 
 std::uint64_t mem_limit(int device) {
   if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page != nullptr && device < static_cast<int>(page->device_count)) {
     return page->devices[device].mem_limit_bytes.load(std::memory_order_relaxed);
   }
@@ -632,23 +639,14 @@ std::uint64_t mem_limit(int device) {
 }
 
 bool paused() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   return page != nullptr && page->paused.load(std::memory_order_relaxed) != 0;
-}
-
-bool launch_gated() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
-  if (page != nullptr) {
-    return (page->paused.load(std::memory_order_relaxed) |
-            page->throttle.load(std::memory_order_relaxed)) != 0;
-  }
-  return g_state.fallback_throttle.load(std::memory_order_relaxed) != 0;
 }
 
 void compute_limits(int device, ComputeView* out) {
   *out = ComputeView{};
   if (device < 0 || device >= kMaxDevices) return;
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page != nullptr) {
     if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
     return;
@@ -661,7 +659,7 @@ void compute_limits(int device, ComputeView* out) {
 
 void wait_while_paused() {
   for (;;) {
-    const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+    const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
     if (page == nullptr) return;
     std::uint32_t value = page->paused.load(std::memory_order_acquire);
     if (value == 0) return;
@@ -674,14 +672,14 @@ void wait_while_paused() {
 }
 
 bool opportunistic() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
                                       : g_state.fallback_qos.load(std::memory_order_relaxed);
   return qos == kQosOpportunistic;
 }
 
 std::uint64_t job_id() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   return page != nullptr ? page->job_id : 0;
 }
 

@@ -82,7 +82,19 @@ struct LocalCounters {
   std::atomic<std::uint64_t> last_iteration_ns;
   std::atomic<std::uint64_t> gpu_busy_ns;
   std::atomic<std::uint64_t> throttle_wait_ns;
+  /// When set, the launch count to publish (the interposer counts launches
+  /// per thread, without a locked instruction); else `launches`.
+  std::uint64_t (*launches_total)();
 };
+
+/// What the launch path reads, exposed so that launch_gated() inlines: the
+/// coordinator's limits page while registered (null otherwise), and the
+/// throttle flag kept while unregistered.
+struct LaunchGate {
+  std::atomic<const LimitsPage*> page;
+  std::atomic<std::uint32_t> fallback_throttle;
+};
+extern LaunchGate g_launch_gate;
 
 /// Registers (bounded: 200 ms at most) and starts the background thread.
 /// Returns quickly, always. The identity is copied; `counters` must outlive
@@ -106,7 +118,14 @@ bool paused();
 /// Whether a launch must take the slow path: paused, or a compute limit in
 /// force on some device. Two loads from one cache line of the limits page
 /// (or one process-local load while unregistered).
-bool launch_gated();
+inline bool launch_gated() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    return (page->paused.load(std::memory_order_relaxed) |
+            page->throttle.load(std::memory_order_relaxed)) != 0;
+  }
+  return g_launch_gate.fallback_throttle.load(std::memory_order_relaxed) != 0;
+}
 
 /// A device's compute limits: the coordinator's while registered, else the
 /// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
