@@ -107,6 +107,23 @@ struct Track {
   Rate rate_since(std::uint64_t since) const { return rate_between(from(since), samples.back()); }
 };
 
+// The measured part of an output: speed over the last half second (none
+// for a job that never launched), launch rate, and the GPU share of its
+// tracked launches.
+void measure_output(const Track& track, std::uint64_t now, ComputeJobOutput* o) {
+  std::uint64_t since = now > kShowWindowNs ? now - kShowWindowNs : 0;
+  Rate shown = track.rate_since(since);
+  o->speed_per_s = track.samples.back().launches > 0 ? shown.per_s : -1;
+  o->speed_in_iterations = shown.iterations;
+  const Sample& first = track.from(since);
+  const Sample& last = track.samples.back();
+  if (last.now > first.now) {
+    double span = static_cast<double>(last.now - first.now);
+    o->launch_rate_per_s = static_cast<double>(last.launches - first.launches) * 1e9 / span;
+    if (last.busy > first.busy) o->gpu_share = static_cast<double>(last.busy - first.busy) / span;
+  }
+}
+
 class GpushareController : public DeviceController {
  public:
   explicit GpushareController(const ComputeTuning& tuning) : t_(tuning) {}
@@ -278,20 +295,7 @@ class GpushareController : public DeviceController {
       Track& track = tracks_[job.id];
       ComputeJobOutput o;
       o.id = job.id;
-      Rate shown = track.rate_since(now > kShowWindowNs ? now - kShowWindowNs : 0);
-      // A job that has never launched has no speed to show (not "0").
-      o.speed_per_s = track.samples.back().launches > 0 ? shown.per_s : -1;
-      o.speed_in_iterations = shown.iterations;
-      const Sample& first = track.from(now > kShowWindowNs ? now - kShowWindowNs : 0);
-      const Sample& last = track.samples.back();
-      if (last.now > first.now) {
-        o.launch_rate_per_s = static_cast<double>(last.launches - first.launches) * 1e9 /
-                              static_cast<double>(last.now - first.now);
-        if (last.busy > first.busy) {
-          o.gpu_share = static_cast<double>(last.busy - first.busy) /
-                        static_cast<double>(last.now - first.now);
-        }
-      }
+      measure_output(track, now, &o);
       if (job.qos == kQosProduction) {
         o.solo_speed_per_s = track.solo;
         if (track.solo > 0 && o.speed_per_s >= 0) o.slowdown = 1 - o.speed_per_s / track.solo;
@@ -346,6 +350,28 @@ class GpushareController : public DeviceController {
 
 std::unique_ptr<DeviceController> make_tgs_controller(const ComputeTuning& tuning);
 
+struct ProgressMeter::Tracks {
+  std::map<std::uint64_t, Track> by_id;
+};
+
+ProgressMeter::ProgressMeter() : tracks_(std::make_unique<Tracks>()) {}
+ProgressMeter::~ProgressMeter() = default;
+
+void ProgressMeter::measure(std::uint64_t now, const std::vector<ComputeJobInput>& jobs,
+                            std::vector<ComputeJobOutput>* outputs) {
+  std::map<std::uint64_t, Track> kept;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const ComputeJobInput& job = jobs[i];
+    Track& track = kept[job.id];
+    if (auto old = tracks_->by_id.find(job.id); old != tracks_->by_id.end()) {
+      track = std::move(old->second);
+    }
+    track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
+    if (i < outputs->size()) measure_output(track, now, &(*outputs)[i]);
+  }
+  tracks_->by_id = std::move(kept);
+}
+
 std::optional<ComputePolicy> parse_compute_policy(std::string_view text) {
   if (text == "none") return ComputePolicy::kNone;
   if (text == "gpushare") return ComputePolicy::kGpushare;
@@ -385,7 +411,7 @@ namespace {
 
 class UncontrolledController : public DeviceController {
  public:
-  std::vector<ComputeJobOutput> tick(std::uint64_t,
+  std::vector<ComputeJobOutput> tick(std::uint64_t now,
                                      const std::vector<ComputeJobInput>& jobs) override {
     std::vector<ComputeJobOutput> out;
     for (const ComputeJobInput& job : jobs) {
@@ -394,9 +420,13 @@ class UncontrolledController : public DeviceController {
       o.limits.compute_cap_ppm = job.compute_cap_ppm;
       out.push_back(o);
     }
+    meter_.measure(now, jobs, &out);
     return out;
   }
   ComputeDeviceStatus status() const override { return {"none", 1.0}; }
+
+ private:
+  ProgressMeter meter_;
 };
 
 }  // namespace

@@ -67,8 +67,9 @@ struct ComputeJobOutput {
   double speed_per_s = -1;  ///< iterations/s (or launches/s); < 0: not measured yet
   bool speed_in_iterations = false;
   double solo_speed_per_s = -1;  ///< production: its estimated speed alone
-  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured          ///< production: 1 - speed/solo
-  double gpu_share = -1;         ///< measured GPU time / wall time (tracked launches)
+  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured          ///<
+                                                               ///< production: 1 - speed/solo
+  double gpu_share = -1;  ///< measured GPU time / wall time (tracked launches)
   double launch_rate_per_s = -1;
 };
 
@@ -85,6 +86,22 @@ class DeviceController {
   virtual std::vector<ComputeJobOutput> tick(std::uint64_t now_ns,
                                              const std::vector<ComputeJobInput>& jobs) = 0;
   virtual ComputeDeviceStatus status() const = 0;
+};
+
+/// Measures jobs' speeds for the outputs of policies that do not measure
+/// them themselves (none, tgs), as the gpushare loop does.
+class ProgressMeter {
+ public:
+  ProgressMeter();
+  ~ProgressMeter();
+  /// Records this tick's inputs and fills the measured fields of the
+  /// outputs (one per input, in order).
+  void measure(std::uint64_t now_ns, const std::vector<ComputeJobInput>& jobs,
+               std::vector<ComputeJobOutput>* outputs);
+
+ private:
+  struct Tracks;
+  std::unique_ptr<Tracks> tracks_;
 };
 
 std::unique_ptr<DeviceController> make_device_controller(ComputePolicy policy,

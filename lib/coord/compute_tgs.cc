@@ -62,10 +62,12 @@ class TgsController : public DeviceController {
         o.limits.launch_budget = static_cast<std::uint64_t>(std::max(0.0, limit_));
         o.limits.launch_window_ns = kTgsWindowNs;
       }
-      if (job.qos == kQosProduction) o.solo_speed_per_s = max_rate_;
       o.limits.compute_cap_ppm = job.compute_cap_ppm;
       out.push_back(o);
     }
+    // TGS's own estimate (max_rate) is in launches/s; the speeds shown are
+    // measured as under every policy, and no solo estimate is shown.
+    meter_.measure(now, jobs, &out);
     return out;
   }
 
@@ -129,6 +131,7 @@ class TgsController : public DeviceController {
   }
 
   ComputeTuning t_;
+  ProgressMeter meter_;
   Phase phase_ = Phase::kFree;
   std::vector<double> profile_;
   double max_rate_ = 0;

@@ -272,3 +272,22 @@ TEST_CASE("compute control budget_for_rate keeps at least one launch per window"
   CHECK(parse_compute_policy("tgs") == ComputePolicy::kTgs);
   CHECK_FALSE(parse_compute_policy("fast"));
 }
+
+TEST_CASE("compute control measures speeds under every policy") {
+  for (ComputePolicy policy :
+       {ComputePolicy::kNone, ComputePolicy::kGpushare, ComputePolicy::kTgs}) {
+    INFO(compute_policy_name(policy));
+    FakeDevice device(1);  // limits are not applied: both jobs run free
+    auto controller = make_device_controller(policy);
+    std::vector<ComputeJobOutput> out;
+    for (int i = 0; i < 40; ++i) {
+      device.advance();
+      out = controller->tick(device.now, device.inputs());
+    }
+    REQUIRE(out.size() == 2);
+    INFO("speed " << out[0].speed_per_s);
+    CHECK(out[0].speed_in_iterations);
+    CHECK(out[0].speed_per_s == Approx(1000.0 / 24).epsilon(0.15));  // 8 + 8 * (1 + 1/2) ms
+    CHECK(out[1].launch_rate_per_s > 0);
+  }
+}
