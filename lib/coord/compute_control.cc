@@ -35,6 +35,27 @@
 // most (the slowdown is the maximum over them); they share the device
 // between themselves as the GPU does, unthrottled, and each one's solo
 // speed is measured while the others run too (placement avoids this).
+//
+// Not built (yet): a fast yield signal, a per-device page where production
+// jobs mark that they have GPU work in flight and opportunistic jobs wait
+// while it is set. Why not now: (1) on the simulated GPU available today
+// (FIFO), what delays a production kernel is opportunistic work queued
+// before it, which the queued-work bound already limits (measured: the
+// production job at 96-98% of its solo speed, see coord-compute-protect);
+// (2) the mark costs the production job's launch path a store to a cache
+// line other processes read (kept to one store per iteration by marking
+// only the first launch after a boundary, but a store all the same), and
+// its sync path a FUTEX_WAKE; (3) it only means something for jobs that
+// synchronise every iteration: an asynchronous production job would look
+// busy all the time and starve everyone. On a time-sliced GPU, though,
+// every opportunistic kernel that overlaps a production kernel slows it
+// (the fake device of tests/unit/coord_compute_control_test.cc models
+// this: at a 3% slowdown a rate budget harvests only about an eighth of
+// the idle time), so once the time-sliced simulator is in, bench/share
+// decides: if the rate loop misses the 80% harvest target there, the page
+// is the next step (a third memfd at registration, read-only for
+// opportunistic jobs; launches wait while it is set, still within the
+// loop's budget, which remains the guard against asynchronous jobs).
 #include "coord/compute_control.h"
 
 #include <algorithm>
