@@ -31,7 +31,7 @@ void refill_time(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t n
   double rate = static_cast<double>(limits.compute_cap_ppm) / 1e6;
   double size = rate * static_cast<double>(kCapWindowNs);
   if (s->time_refill_ns == 0) {
-    s->time_tokens_ns = size;
+    s->time_tokens_ns = 0;  // empty at first: no burst beyond the cap when a job starts
   } else if (now > s->time_refill_ns) {
     s->time_tokens_ns += rate * static_cast<double>(now - s->time_refill_ns);
   }

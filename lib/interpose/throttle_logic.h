@@ -10,8 +10,9 @@
 //   queued work     at most max_queued tracked launches unfinished; beyond,
 //                   the launch waits for the oldest to finish.
 //   compute cap     a token bucket of GPU time: it refills at cap_ppm/1e6
-//                   nanoseconds per nanosecond and holds one window's worth
-//                   (kCapWindowNs). A launch may go while the bucket is
+//                   nanoseconds per nanosecond, holds one window's worth
+//                   (kCapWindowNs), and starts empty (a job gets no burst
+//                   above its cap when it starts). A launch may go while the bucket is
 //                   positive; each tracked launch's measured GPU time is
 //                   debited when it is seen to finish, so the bucket may go
 //                   negative and the next launch then waits it back to
