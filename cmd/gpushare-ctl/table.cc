@@ -61,7 +61,7 @@ std::string render(const std::vector<Row>& rows) {
 std::string job_table(const std::vector<ordered_json>& records) {
   std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
                             "LAUNCHES", "SPEED/S", "SOLO/S", "SLOWDOWN", "BUDGET/S", "QUEUED",
-                            "GPU-SHARE", "CAP", "STATE"}};
+                            "GPU-SHARE", "GPU-LIMIT", "CAP", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
@@ -69,8 +69,8 @@ std::string job_table(const std::vector<ordered_json>& records) {
                     bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "speed_per_s"),
                     text(r, "solo_speed_per_s"), percent(r, "slowdown_pct"),
                     text(r, "launch_budget_per_s", "none"), text(r, "max_queued", "none"),
-                    percent(r, "gpu_share_pct"), percent(r, "compute_cap_pct", "none"),
-                    text(r, "state")});
+                    percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
+                    percent(r, "compute_cap_pct", "none"), text(r, "state")});
   }
   return render(rows);
 }

@@ -3,15 +3,16 @@
 // Signal: each production job's iteration rate, from its iteration
 // boundaries (iterations / time between the first and last boundary in a
 // measurement; a job that never synchronises is measured by its launch
-// rate). Actuator: one "harvest" level h for the device; an opportunistic
-// job j may launch h * ref_j * w_j / sum(w) kernels per second, where ref_j
-// is its launch rate measured while it ran unthrottled (or a default until
-// it has; a job that uses its whole budget at h = 1 has ref_j raised), and
-// at most one launch queued: on the FIFO simulator and on a time-sliced
-// GPU alike, what an opportunistic job has queued when the production job
-// launches is what delays it (bench/share: with a bound of one the
-// production job kept 98-100% of its solo speed, with a bound of a
-// window's budget 96%).
+// rate). Actuator: one "harvest" level h for the device, the share of wall
+// time the device's opportunistic jobs may keep the GPU busy, split between
+// them by weight: each gets a GPU-time cap of h * w_j / sum(w) (the
+// compute_cap_ppm of its limits page, enforced by its interposer on the GPU
+// time it measures, with at most two launches queued). A cap in time, not
+// a launch budget: it needs no estimate of each job's kernel sizes, it
+// splits the harvest fairly in GPU time, and on the simulator it disturbs
+// the production job less than a launch budget did (the job waits on its
+// own launches' events, so little of its work sits queued when a
+// production kernel arrives; see bench/share/results-fifo.md).
 //
 // Phases:
 //   free        no production job active (none, or none launched for
@@ -69,10 +70,8 @@
 namespace gpushare::coord {
 namespace {
 
-constexpr double kDefaultRefRate = 2000.0;  // launches/s, before a job's own is known
 constexpr std::uint64_t kHistoryNs = 2'500'000'000;
 constexpr std::uint64_t kShowWindowNs = 500'000'000;
-constexpr std::uint64_t kFreeRateMinNs = 200'000'000;
 constexpr double kStartHarvest = 1.0 / 32;
 
 struct Sample {
@@ -113,8 +112,6 @@ Rate rate_between(const Sample& a, const Sample& b) {
 struct Track {
   std::deque<Sample> samples;
   std::uint64_t last_progress_ns = 0;  // when launches last moved
-  std::uint64_t free_since_ns = 0;     // opportunistic: unthrottled since (0: not)
-  double ref_rate = -1;                // opportunistic: its unthrottled launch rate
   double solo = -1;                    // production: its solo speed
 
   void add(const Sample& s) {
@@ -275,7 +272,6 @@ class GpushareController : public DeviceController {
     } else {
       harvest_ = std::max(t_.harvest_min, harvest_ * (slowdown > 4 * target ? 0.35 : 0.7));
     }
-    learn_saturation(now, jobs);
     stale_ = (slowdown > 4 * target && harvest_ <= t_.harvest_min * 1.01) ? stale_ + 1 : 0;
     change_ns_ = now;
     if (stale_ >= 3) {  // slower than "solo" with nobody else running: re-measure
@@ -286,31 +282,13 @@ class GpushareController : public DeviceController {
     }
   }
 
-  // At a full harvest an opportunistic job that uses its whole budget
-  // could use more: its reference rate was too low.
-  void learn_saturation(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
-    if (harvest_ < 1.0) return;
-    for (const ComputeJobInput& job : jobs) {
-      if (job.qos != kQosOpportunistic) continue;
-      Track& track = tracks_[job.id];
-      Rate rate = track.rate_since(change_ns_);
-      double budget = allowed_rate(job, jobs);
-      if (rate.per_s >= 0.9 * budget) track.ref_rate = reference(track) * 1.5;
-    }
-    (void)now;
-  }
-
-  static double reference(const Track& track) {
-    return track.ref_rate > 0 ? track.ref_rate : kDefaultRefRate;
-  }
-
-  double allowed_rate(const ComputeJobInput& job, const std::vector<ComputeJobInput>& jobs) {
+  // The harvest's part for one opportunistic job, by weight.
+  double allowed_share(const ComputeJobInput& job, const std::vector<ComputeJobInput>& jobs) const {
     double total = 0;
     for (const ComputeJobInput& other : jobs) {
       if (other.qos == kQosOpportunistic) total += std::max(other.weight, 1e-6);
     }
-    double share = std::max(job.weight, 1e-6) / std::max(total, 1e-6);
-    return harvest_ * reference(tracks_[job.id]) * share;
+    return harvest_ * std::max(job.weight, 1e-6) / std::max(total, 1e-6);
   }
 
   std::vector<ComputeJobOutput> outputs(std::uint64_t now,
@@ -325,41 +303,29 @@ class GpushareController : public DeviceController {
         o.solo_speed_per_s = track.solo;
         if (track.solo > 0 && o.speed_per_s >= 0) o.slowdown = 1 - o.speed_per_s / track.solo;
       } else {
-        o.limits = opportunistic_limits(now, job, jobs, &track);
+        o.limits = opportunistic_limits(job, jobs);
       }
-      o.limits.compute_cap_ppm = job.compute_cap_ppm;
+      // The user's static cap holds too: the tighter of the two.
+      if (job.compute_cap_ppm < o.limits.compute_cap_ppm)
+        o.limits.compute_cap_ppm = job.compute_cap_ppm;
       out.push_back(o);
     }
     return out;
   }
 
-  ComputeLimits opportunistic_limits(std::uint64_t now, const ComputeJobInput& job,
-                                     const std::vector<ComputeJobInput>& jobs, Track* track) {
-    if (phase_ == Phase::kFree) {
-      if (track->free_since_ns == 0) track->free_since_ns = now;
-      if (now - track->free_since_ns >= kFreeRateMinNs) {
-        Rate rate = track->rate_since(std::max(track->free_since_ns, now - kShowWindowNs));
-        if (!rate.iterations && rate.per_s > 0) track->ref_rate = rate.per_s;
-        if (rate.iterations) {
-          const Sample& a = track->from(std::max(track->free_since_ns, now - kShowWindowNs));
-          const Sample& b = track->samples.back();
-          if (b.now > a.now && b.launches > a.launches) {
-            track->ref_rate = static_cast<double>(b.launches - a.launches) * 1e9 /
-                              static_cast<double>(b.now - a.now);
-          }
-        }
-      }
-      return {};
-    }
-    track->free_since_ns = 0;
+  ComputeLimits opportunistic_limits(const ComputeJobInput& job,
+                                     const std::vector<ComputeJobInput>& jobs) const {
+    ComputeLimits limits;
+    if (phase_ == Phase::kFree) return limits;
     if (phase_ == Phase::kProfile) {
-      ComputeLimits held;
-      held.launch_budget = 0;
-      held.launch_window_ns = t_.window_ns;
-      held.max_queued = 1;
-      return held;
+      limits.launch_budget = 0;
+      limits.launch_window_ns = t_.window_ns;
+      limits.max_queued = 1;
+      return limits;
     }
-    return budget_for_rate(allowed_rate(job, jobs), t_.window_ns);
+    limits.compute_cap_ppm =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(allowed_share(job, jobs) * 1e6));
+    return limits;
   }
 
   ComputeTuning t_;
@@ -414,22 +380,6 @@ const char* compute_policy_name(ComputePolicy policy) {
       return "tgs";
   }
   return "none";
-}
-
-ComputeLimits budget_for_rate(double rate_per_s, std::uint64_t window_ns) {
-  ComputeLimits limits;
-  double per_window = rate_per_s * static_cast<double>(window_ns) / 1e9;
-  if (per_window >= 1) {
-    limits.launch_budget = static_cast<std::uint64_t>(per_window);
-    limits.launch_window_ns = window_ns;
-  } else {
-    // Fewer than one launch per window: one launch per longer window.
-    double window = rate_per_s > 0 ? 1e9 / rate_per_s : 1e9;
-    limits.launch_budget = 1;
-    limits.launch_window_ns = static_cast<std::uint64_t>(std::min(window, 1e9));
-  }
-  limits.max_queued = 1;  // see the essay: queued work is what delays production
-  return limits;
 }
 
 namespace {

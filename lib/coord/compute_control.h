@@ -107,9 +107,4 @@ class ProgressMeter {
 std::unique_ptr<DeviceController> make_device_controller(ComputePolicy policy,
                                                          const ComputeTuning& tuning = {});
 
-/// Limits of `rate` launches per second as a budget per window: at least one
-/// launch per window (the window grows for slow rates, up to a second), and
-/// one launch queued.
-ComputeLimits budget_for_rate(double rate_per_s, std::uint64_t window_ns);
-
 }  // namespace gpushare::coord

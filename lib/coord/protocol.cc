@@ -343,6 +343,9 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
   r["compute_cap_pct"] = job.compute_cap_ppm == kNoLimit
                              ? ordered_json(nullptr)
                              : ordered_json(static_cast<double>(job.compute_cap_ppm) / 1e4);
+  r["gpu_share_limit_pct"] = job.gpu_limit_ppm == kNoLimit
+                                 ? ordered_json(nullptr)
+                                 : ordered_json(static_cast<double>(job.gpu_limit_ppm) / 1e4);
   r["compute_phase"] =
       job.compute_phase.empty() ? ordered_json(nullptr) : ordered_json(job.compute_phase);
 }

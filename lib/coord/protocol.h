@@ -112,8 +112,9 @@ struct JobView {
   std::uint64_t launch_budget = kNoLimit;
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kNoLimit;
-  std::uint64_t compute_cap_ppm = kNoLimit;
-  std::string compute_phase;  ///< the device's controller phase
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the user's static cap
+  std::uint64_t gpu_limit_ppm = kNoLimit;    ///< the cap in force (static or the loop's)
+  std::string compute_phase;                 ///< the device's controller phase
   std::vector<JobDeviceView> devices;
 };
 

@@ -193,6 +193,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     view.launch_budget = limits.launch_budget;
     view.launch_window_ns = limits.launch_window_ns;
     view.max_queued = limits.max_queued;
+    view.gpu_limit_ppm = limits.compute_cap_ppm;
   }
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
     JobDeviceView device;

@@ -34,12 +34,16 @@ struct FakeDevice {
       : opp_launches(opportunistic, 0), opp_limits(opportunistic) {}
 
   double opp_rate(int j) const {  // launches/s the job may make
-    double free_rate = 1000.0 / opp_kernel_ms / static_cast<double>(opp_launches.size());
+    double rate = 1000.0 / opp_kernel_ms / static_cast<double>(opp_launches.size());
     const ComputeLimits& l = opp_limits[j];
-    if (l.launch_budget == kNoLimit) return free_rate;
-    double budget =
-        static_cast<double>(l.launch_budget) * 1e9 / static_cast<double>(l.launch_window_ns);
-    return std::min(free_rate, budget);
+    if (l.launch_budget != kNoLimit) {
+      rate = std::min(rate, static_cast<double>(l.launch_budget) * 1e9 /
+                                static_cast<double>(l.launch_window_ns));
+    }
+    if (l.compute_cap_ppm != kNoLimit) {  // a share of wall time on the GPU
+      rate = std::min(rate, static_cast<double>(l.compute_cap_ppm) / 1e6 * 1000.0 / opp_kernel_ms);
+    }
+    return rate;
   }
 
   // Advances 25 ms.
@@ -154,6 +158,7 @@ TEST_CASE("compute control leaves opportunistic jobs unthrottled without product
   for (int i = 0; i < 40; ++i) device.run(*controller);
   CHECK(device.opp_limits[0].launch_budget == kNoLimit);
   CHECK(device.opp_limits[0].max_queued == kNoLimit);
+  CHECK(device.opp_limits[0].compute_cap_ppm == kNoLimit);
   CHECK(controller->status().phase == "free");
 }
 
@@ -219,10 +224,11 @@ TEST_CASE("compute control frees the device when production leaves or dies mid-l
   FakeDevice device(1);
   auto controller = make_device_controller(ComputePolicy::kGpushare);
   for (int i = 0; i < 80; ++i) device.run(*controller);
-  CHECK(device.opp_limits[0].launch_budget != kNoLimit);
+  CHECK(device.opp_limits[0].compute_cap_ppm != kNoLimit);
   device.production = false;  // its record is gone from the inputs at once
   device.run(*controller);
   CHECK(device.opp_limits[0].launch_budget == kNoLimit);
+  CHECK(device.opp_limits[0].compute_cap_ppm == kNoLimit);
   CHECK(controller->status().phase == "free");
 }
 
@@ -230,7 +236,8 @@ TEST_CASE("compute control splits the harvest between opportunistic jobs by weig
   FakeDevice device(2);
   auto controller = make_device_controller(ComputePolicy::kGpushare);
   for (int i = 0; i < 200; ++i) device.run(*controller);
-  CHECK(device.opp_limits[0].launch_budget == device.opp_limits[1].launch_budget);
+  CHECK(device.opp_limits[0].compute_cap_ppm == device.opp_limits[1].compute_cap_ppm);
+  CHECK(device.opp_limits[0].compute_cap_ppm != kNoLimit);
   CHECK(device.prod_slowdown() <= 0.05);
 }
 
@@ -260,16 +267,10 @@ TEST_CASE("compute control tgs policy profiles on 5 s samples before it opens") 
   CHECK(device.opp_limits[0].launch_budget > 0);
 }
 
-TEST_CASE("compute control budget_for_rate keeps at least one launch per window") {
-  ComputeLimits fast = budget_for_rate(1000, 20 * kMs);
-  CHECK(fast.launch_budget == 20);
-  CHECK(fast.launch_window_ns == 20 * kMs);
-  CHECK(fast.max_queued == 1);
-  ComputeLimits slow = budget_for_rate(10, 20 * kMs);
-  CHECK(slow.launch_budget == 1);
-  CHECK(slow.launch_window_ns == 100 * kMs);
-  CHECK(slow.max_queued == 1);
+TEST_CASE("compute control policies parse by name") {
   CHECK(parse_compute_policy("tgs") == ComputePolicy::kTgs);
+  CHECK(parse_compute_policy("gpushare") == ComputePolicy::kGpushare);
+  CHECK(parse_compute_policy("none") == ComputePolicy::kNone);
   CHECK_FALSE(parse_compute_policy("fast"));
 }
 

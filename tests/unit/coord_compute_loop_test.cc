@@ -72,8 +72,8 @@ TEST_CASE(
     loop.tick(registry, now);
   }
   ComputeLimits held = opp->block->compute(0);
-  CHECK(held.launch_budget != kNoLimit);  // profiling or opening: budgeted
-  CHECK(held.max_queued != kNoLimit);
+  // Profiling (held) or opening (a share of GPU time): limited either way.
+  CHECK((held.launch_budget == 0 || held.compute_cap_ppm != kNoLimit));
   CHECK(prod->block->compute(0).launch_budget == kNoLimit);  // production is never throttled
   CHECK(opp->compute_phase != "free");
 
@@ -86,5 +86,6 @@ TEST_CASE(
     loop.tick(registry, now);
   }
   CHECK(opp->block->compute(0).launch_budget == kNoLimit);
+  CHECK(opp->block->compute(0).compute_cap_ppm == kNoLimit);
   CHECK(opp->compute_phase == "free");
 }
