@@ -30,9 +30,9 @@
 // settle time, so a step takes 100-200 ms for typical jobs and the loop
 // converges in about a second. Re-estimation: a production job measured
 // faster than its solo estimate by more than the target has its estimate
-// raised (it changed phase, or the estimate was noisy); one measured far
-// slower (4 * target) three times in a row while opportunistic jobs are at
-// the floor is re-profiled. A production job idle for idle_after frees the
+// raised (it changed phase, or the estimate was noisy); one measured slower
+// than the target allows three times in a row while opportunistic jobs are
+// at the floor is re-profiled (its slowdown is not theirs). A production job idle for idle_after frees the
 // device; when it returns, its known solo speed is kept and the loop
 // restarts at slow start.
 //
@@ -272,7 +272,10 @@ class GpushareController : public DeviceController {
     } else {
       harvest_ = std::max(t_.harvest_min, harvest_ * (slowdown > 4 * target ? 0.35 : 0.7));
     }
-    stale_ = (slowdown > 4 * target && harvest_ <= t_.harvest_min * 1.01) ? stale_ + 1 : 0;
+    // Over the target with the opportunistic jobs at the floor: the
+    // production job is slower for another reason (its own phase, or the
+    // host), and its solo estimate is stale.
+    stale_ = (slowdown > target && harvest_ <= t_.harvest_min * 1.01) ? stale_ + 1 : 0;
     change_ns_ = now;
     if (stale_ >= 3) {  // slower than "solo" with nobody else running: re-measure
       for (const ComputeJobInput& job : jobs) {
