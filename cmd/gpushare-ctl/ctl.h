@@ -25,6 +25,7 @@ struct CtlOptions {
   bool idle_exit = false;
   std::string idle_grace = "60s";
   std::string on_violation = "warn";  ///< warn | pause | kill
+  std::string compute_policy = "gpushare";
 };
 
 int serve(const CtlOptions& options);

@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
       ->add_option("--on-violation", options.on_violation,
                    "What to do with a job NVML shows over its limit: warn, pause or kill")
       ->capture_default_str();
+  serve
+      ->add_option("--compute-policy", options.compute_policy,
+                   "Compute sharing: gpushare, tgs or none")
+      ->check(CLI::IsMember({"gpushare", "tgs", "none"}))
+      ->capture_default_str();
 
   add_format(app.add_subcommand("ls", "List jobs"));
   CLI::App* show = app.add_subcommand("show", "Show one job");
@@ -73,7 +78,8 @@ int main(int argc, char** argv) {
   CLI::App* set = app.add_subcommand("set", "Change a job's limits or class");
   add_job(set);
   set->add_option("--mem-limit", options.mem_limit, "New memory limit (SIZE, N%, or none)");
-  set->add_option("properties", options.properties, "KEY=VALUE properties (mem-limit, qos, name)");
+  set->add_option("properties", options.properties,
+                  "KEY=VALUE properties (mem-limit, qos, name, compute)");
   add_format(set);
   for (const char* name : {"pause", "resume"}) {
     bool is_pause = std::string(name) == "pause";

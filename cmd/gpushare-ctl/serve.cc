@@ -126,6 +126,7 @@ int serve(const CtlOptions& options) {
   }
   server.violation_action = *action;
   server.idle_exit = options.idle_exit;
+  server.compute_policy = *coord::parse_compute_policy(options.compute_policy);  // checked by main
   server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
 

@@ -11,11 +11,17 @@ namespace {
 using nlohmann::ordered_json;
 using Row = std::vector<std::string>;
 
-std::string text(const ordered_json& record, const char* key) {
+std::string text(const ordered_json& record, const char* key, const char* null = "-") {
   auto it = record.find(key);
-  if (it == record.end() || it->is_null()) return "-";
+  if (it == record.end()) return "-";
+  if (it->is_null()) return null;
   if (it->is_string()) return it->get<std::string>();
   return it->dump();
+}
+
+std::string percent(const ordered_json& record, const char* key, const char* null = "-") {
+  std::string value = text(record, key, null);
+  return value == null || value == "-" ? value : value + "%";
 }
 
 std::string bytes(const ordered_json& record, const char* key, const char* none = "none") {
@@ -63,13 +69,18 @@ std::string state(const ordered_json& record) {
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
-  std::vector<Row> rows = {
-      {"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT", "LAUNCHES", "STATE"}};
+  std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
+                            "LAUNCHES", "SPEED/S", "SOLO/S", "SLOWDOWN", "BUDGET/S", "QUEUED",
+                            "GPU-SHARE", "GPU-LIMIT", "CAP", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
                     short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
-                    bytes(r, "mem_limit_bytes"), text(r, "launches"), state(r)});
+                    bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "speed_per_s"),
+                    text(r, "solo_speed_per_s"), percent(r, "slowdown_pct"),
+                    text(r, "launch_budget_per_s", "none"), text(r, "max_queued", "none"),
+                    percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
+                    percent(r, "compute_cap_pct", "none"), state(r)});
   }
   return render(rows);
 }

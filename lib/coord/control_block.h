@@ -23,6 +23,38 @@
 // 0 and FUTEX_WAKEs the word, on which paused launches wait (a futex on a
 // shared mapping works across processes, and waiting needs only read access).
 //
+// Compute control (layout version 2). The coordinator throttles a job's
+// kernel launches per device through three limits, all live:
+//   launch_budget / launch_window_ns  a token bucket: the job may launch
+//       launch_budget kernels per launch_window_ns on average, in bursts of
+//       at most launch_budget. kNoLimit: no launch budget. 0: launches wait
+//       until the budget is raised. When the coordinator goes away the
+//       job keeps the last limits it had.
+//   max_queued   at most this many of the job's launches on the device may
+//       be unfinished; a launch beyond waits for the oldest to finish.
+//       kNoLimit: no bound.
+//   compute_cap_ppm  a static cap (`compute=30%`) on the share of wall time
+//       the job's GPU work may take, in parts per million, enforced by the
+//       job on the GPU time it measures (cuEventElapsedTime around each
+//       launch it tracks). kNoLimit: no cap.
+// `throttle` in the page header is nonzero exactly when one of those is in
+// force on some device: the launch path reads `paused` and `throttle` (one
+// cache line) and does nothing else when both are 0.
+//
+// Progress (telemetry, written by every job, copied from process-local
+// counters every 50 ms): `launches` counts kernel launches (every launch
+// entry point, graph launches included); `iterations` counts iteration
+// boundaries, a synchronising call (cuCtxSynchronize, cuStreamSynchronize,
+// cuEventSynchronize, a synchronous device-to-host copy) that returns after
+// at least one launch since the previous such call; `last_iteration_ns` is
+// CLOCK_MONOTONIC at the last boundary; `kernels_completed` is the value
+// `launches` had at the last boundary (those launches are known finished
+// for a context-wide sync, a lower bound on progress otherwise). Counters
+// are process-wide: a job on several devices reports one total.
+// `gpu_busy_ns` is the GPU time the job measured for its tracked launches
+// (only while throttled or capped), `throttle_wait_ns` the time its launches
+// waited for budget or for queued work.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -41,7 +73,7 @@ inline constexpr std::uint64_t kNoLimit = UINT64_MAX;
 
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 /// Values of LimitsPage::qos.
@@ -50,13 +82,12 @@ inline constexpr std::uint32_t kQosOpportunistic = 1;
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {
-  std::atomic<std::uint64_t> mem_limit_bytes;  ///< kNoLimit for none
-  // Room for the compute controller (roadmap step 6): a launch budget per
-  // window and a bound on queued work. kNoLimit means unthrottled.
-  std::atomic<std::uint64_t> launch_budget;     ///< launches allowed per window
-  std::atomic<std::uint64_t> launch_window_ns;  ///< length of the budget window
-  std::atomic<std::uint64_t> max_queued;        ///< bound on launches in flight
-  std::atomic<std::uint64_t> reserved[4];
+  std::atomic<std::uint64_t> mem_limit_bytes;   ///< kNoLimit for none
+  std::atomic<std::uint64_t> launch_budget;     ///< launches per window; kNoLimit: none
+  std::atomic<std::uint64_t> launch_window_ns;  ///< the budget's window (> 0 when budgeted)
+  std::atomic<std::uint64_t> max_queued;        ///< unfinished launches; kNoLimit: none
+  std::atomic<std::uint64_t> compute_cap_ppm;   ///< share of wall time on the GPU; kNoLimit: none
+  std::atomic<std::uint64_t> reserved[3];
 };
 
 struct LimitsPage {
@@ -64,9 +95,9 @@ struct LimitsPage {
   std::uint32_t layout_version;  ///< kLayoutVersion
   std::uint64_t job_id;          ///< the coordinator's id for this job
   std::uint32_t device_count;
-  std::atomic<std::uint32_t> paused;  ///< futex word: 0 running, 1 paused
-  std::atomic<std::uint32_t> qos;     ///< kQosProduction or kQosOpportunistic
-  std::uint32_t pad0;
+  std::atomic<std::uint32_t> paused;      ///< futex word: 0 running, 1 paused
+  std::atomic<std::uint32_t> qos;         ///< kQosProduction or kQosOpportunistic
+  std::atomic<std::uint32_t> throttle;    ///< nonzero: some device has a compute limit
   std::atomic<std::uint64_t> generation;  ///< bumped after every change, for observers
   std::atomic<std::uint64_t> reserved[8];
   DeviceLimits devices[kMaxDevices];
@@ -81,13 +112,15 @@ struct DeviceTelemetry {
 struct TelemetryPage {
   std::uint32_t magic;  ///< kTelemetryMagic
   std::uint32_t layout_version;
-  std::atomic<std::uint64_t> heartbeat_ns;  ///< CLOCK_MONOTONIC of the job's last update
-  std::atomic<std::uint64_t> launches;      ///< kernel launches so far
-  // Progress counters for the compute controller (roadmap step 6).
-  std::atomic<std::uint64_t> blocks_launched;
-  std::atomic<std::uint64_t> kernels_completed;
-  std::atomic<std::uint64_t> iterations;
-  std::atomic<std::uint64_t> reserved[10];
+  std::atomic<std::uint64_t> heartbeat_ns;       ///< CLOCK_MONOTONIC of the job's last update
+  std::atomic<std::uint64_t> launches;           ///< kernel launches so far
+  std::atomic<std::uint64_t> blocks_launched;    ///< unused (0): counting blocks costs the hot path
+  std::atomic<std::uint64_t> kernels_completed;  ///< `launches` at the last iteration boundary
+  std::atomic<std::uint64_t> iterations;         ///< iteration boundaries so far
+  std::atomic<std::uint64_t> last_iteration_ns;  ///< CLOCK_MONOTONIC of the last boundary
+  std::atomic<std::uint64_t> gpu_busy_ns;        ///< GPU time measured for tracked launches
+  std::atomic<std::uint64_t> throttle_wait_ns;   ///< time launches waited for the throttle
+  std::atomic<std::uint64_t> reserved[7];
   DeviceTelemetry devices[kMaxDevices];
 };
 
@@ -98,5 +131,7 @@ static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std:
 static_assert(sizeof(LimitsPage) <= kControlPageBytes);
 static_assert(sizeof(TelemetryPage) <= kControlPageBytes);
 static_assert(offsetof(LimitsPage, paused) % 4 == 0, "a futex word is 4-byte aligned");
+static_assert(offsetof(LimitsPage, throttle) / 64 == offsetof(LimitsPage, paused) / 64,
+              "the launch path reads paused and throttle from one cache line");
 
 }  // namespace gpushare::coord

@@ -64,7 +64,9 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
     d.launch_budget.store(kNoLimit);
     d.launch_window_ns.store(0);
     d.max_queued.store(kNoLimit);
+    d.compute_cap_ppm.store(kNoLimit);
   }
+  page.throttle.store(0);
   block->telemetry_->magic = kTelemetryMagic;
   block->telemetry_->layout_version = kLayoutVersion;
 
@@ -117,6 +119,41 @@ std::uint32_t ControlBlock::qos() const { return limits_->qos.load(std::memory_o
 
 void ControlBlock::set_qos(std::uint32_t qos) {
   limits_->qos.store(qos, std::memory_order_release);
+  bump();
+}
+
+ComputeLimits ControlBlock::compute(int device) const {
+  const DeviceLimits& d = limits_->devices[device];
+  ComputeLimits out;
+  out.launch_budget = d.launch_budget.load(std::memory_order_relaxed);
+  out.launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
+  out.max_queued = d.max_queued.load(std::memory_order_relaxed);
+  out.compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
+  return out;
+}
+
+void ControlBlock::set_compute(int device, const ComputeLimits& limits) {
+  ComputeLimits old = compute(device);
+  if (old.launch_budget == limits.launch_budget &&
+      old.launch_window_ns == limits.launch_window_ns && old.max_queued == limits.max_queued &&
+      old.compute_cap_ppm == limits.compute_cap_ppm) {
+    return;  // the controller re-sends the same limits every tick
+  }
+  DeviceLimits& d = limits_->devices[device];
+  // The window before the budget: a reader that sees the new budget sees a
+  // window that goes with it (or an older one, which only scales a refill).
+  d.launch_window_ns.store(limits.launch_window_ns, std::memory_order_relaxed);
+  d.launch_budget.store(limits.launch_budget, std::memory_order_release);
+  d.max_queued.store(limits.max_queued, std::memory_order_release);
+  d.compute_cap_ppm.store(limits.compute_cap_ppm, std::memory_order_release);
+  std::uint32_t any = 0;
+  for (int i = 0; i < device_count(); ++i) {
+    ComputeLimits c = compute(i);
+    if (c.launch_budget != kNoLimit || c.max_queued != kNoLimit || c.compute_cap_ppm != kNoLimit) {
+      any = 1;
+    }
+  }
+  limits_->throttle.store(any, std::memory_order_release);
   bump();
 }
 

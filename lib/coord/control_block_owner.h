@@ -11,6 +11,15 @@
 
 namespace gpushare::coord {
 
+/// One device's compute limits (see control_block.h); kNoLimit: none.
+struct ComputeLimits {
+  std::uint64_t launch_budget = kNoLimit;
+  std::uint64_t launch_window_ns = 0;
+  std::uint64_t max_queued = kNoLimit;
+  std::uint64_t compute_cap_ppm = kNoLimit;
+  bool operator==(const ComputeLimits&) const = default;
+};
+
 class ControlBlock {
  public:
   /// Creates and initialises both pages: the given limits, not paused.
@@ -34,6 +43,10 @@ class ControlBlock {
   /// Pausing takes effect at the job's next launch; resuming wakes every
   /// launch waiting on the page.
   void set_paused(bool paused);
+  ComputeLimits compute(int device) const;
+  /// Stores a device's compute limits (a no-op when unchanged) and keeps
+  /// the page's `throttle` flag true exactly while some limit is in force.
+  void set_compute(int device, const ComputeLimits& limits);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
 

@@ -21,9 +21,12 @@ Error os_error(const std::string& what) { return make_error(what + ": " + std::s
 nlohmann::ordered_json to_json(const Decision& d) {
   nlohmann::ordered_json limits = nlohmann::ordered_json::array();
   for (std::uint64_t limit : d.mem_limit_bytes) limits.push_back(limit);
-  return {{"kind", "job-decision"}, {"version", 1},       {"id", d.id},
-          {"uid", d.uid},           {"pid", d.pid},       {"name", d.name},
-          {"qos", qos_name(d.qos)}, {"paused", d.paused}, {"mem_limit_bytes", limits}};
+  nlohmann::ordered_json out = {
+      {"kind", "job-decision"}, {"version", 1},       {"id", d.id},
+      {"uid", d.uid},           {"pid", d.pid},       {"name", d.name},
+      {"qos", qos_name(d.qos)}, {"paused", d.paused}, {"mem_limit_bytes", limits}};
+  if (d.compute_cap_ppm != kNoLimit) out["compute_cap_ppm"] = d.compute_cap_ppm;
+  return out;
 }
 
 Result<Decision> from_json(const nlohmann::json& j) {
@@ -43,6 +46,10 @@ Result<Decision> from_json(const nlohmann::json& j) {
     d.mem_limit_bytes.push_back(limit.get<std::uint64_t>());
   }
   if (d.mem_limit_bytes.size() > kMaxDevices) return make_error("too many devices");
+  d.compute_cap_ppm = j.value("compute_cap_ppm", kNoLimit);
+  if (d.compute_cap_ppm == 0 || (d.compute_cap_ppm > 1'000'000 && d.compute_cap_ppm != kNoLimit)) {
+    return make_error("compute_cap_ppm out of range");
+  }
   return d;
 }
 

@@ -51,16 +51,19 @@ Result<SetRequest> parse_set_properties(std::string job,
     } else if (key == "name") {
       if (Status ok = check_name(value); !ok) return ok.error();
       request.name = value;
+    } else if (key == "compute") {
+      if (Result<std::uint64_t> ok = parse_compute_share(value); !ok) return ok.error();
+      request.compute = value;
     } else if (key == "gpu" || key == "log") {
       return make_error("property '" + key + "' cannot change on a running job");
     } else {
-      return make_error("unknown property '" + key + "' (known: mem-limit, qos, name)");
+      return make_error("unknown property '" + key + "' (known: mem-limit, qos, name, compute)");
     }
   }
   if (request.mem_limit) {
     if (Status ok = check_limit(*request.mem_limit); !ok) return ok.error();
   }
-  if (!request.mem_limit && !request.qos && !request.name) {
+  if (!request.mem_limit && !request.qos && !request.name && !request.compute) {
     return make_error("nothing to set: give --mem-limit SIZE or KEY=VALUE properties");
   }
   return request;

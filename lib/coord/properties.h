@@ -4,6 +4,8 @@
 //   mem-limit (or mem)  SIZE, a percentage of each device ("50%"), or "none"
 //   qos                 production | opportunistic
 //   name                a new name
+//   compute             a cap on the job's share of GPU time (30%: above 0,
+//                       at most 100), or none
 //   gpu, log            fixed for the job's life: refused with a reason
 // Values are checked here for form; percentages are resolved by the
 // coordinator, which knows each device's capacity.

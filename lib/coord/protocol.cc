@@ -1,9 +1,11 @@
 #include "coord/protocol.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/jsonl.h"
 #include "common/saturate.h"
+#include "coord/client/client.h"
 
 namespace gpushare::coord {
 namespace {
@@ -136,6 +138,12 @@ Result<Request> parse_register(const Fields& fields) {
   Result<std::uint64_t> hint = fields.number("id_hint", false, 0);
   if (!hint) return hint.error();
   request.id_hint = *hint;
+  Result<std::uint64_t> cap = fields.number("compute_cap_ppm", false, kNoLimit);
+  if (!cap) return cap.error();
+  if (*cap != kNoLimit && (*cap == 0 || *cap > 1'000'000)) {
+    return make_error("field 'compute_cap_ppm' must be in 1..1000000");
+  }
+  request.compute_cap_ppm = *cap;
   const json* devices = fields.find("devices");
   if (devices == nullptr) return make_error("missing field 'devices'");
   if (!devices->is_array()) return make_error("field 'devices' must be an array");
@@ -180,8 +188,14 @@ Result<Request> parse_set(const Fields& fields) {
     if (name->empty()) return make_error("field 'name' must not be empty");
     request.name = sanitize_name(*name);
   }
-  if (!request.mem_limit && !request.qos && !request.name) {
-    return make_error("set changes nothing: give mem_limit, qos or name");
+  if (fields.find("compute") != nullptr) {
+    Result<std::string> compute = fields.string("compute", 32);
+    if (!compute) return compute.error();
+    if (Result<std::uint64_t> ok = parse_compute_share(*compute); !ok) return ok.error();
+    request.compute = *compute;
+  }
+  if (!request.mem_limit && !request.qos && !request.name && !request.compute) {
+    return make_error("set changes nothing: give mem_limit, qos, name or compute");
   }
   return Request(std::move(request));
 }
@@ -258,6 +272,7 @@ std::string encode_request(const Request& request) {
     fields["name"] = r->name;
     fields["qos"] = qos_name(r->qos);
     if (r->id_hint != 0) fields["id_hint"] = r->id_hint;
+    if (r->compute_cap_ppm != kNoLimit) fields["compute_cap_ppm"] = r->compute_cap_ppm;
     fields["devices"] = ordered_json::array();
     for (const DeviceRegistration& d : r->devices) {
       fields["devices"].push_back({{"uuid", d.uuid},
@@ -278,6 +293,7 @@ std::string encode_request(const Request& request) {
     if (set->mem_limit) fields["mem_limit"] = *set->mem_limit;
     if (set->qos) fields["qos"] = qos_name(*set->qos);
     if (set->name) fields["name"] = *set->name;
+    if (set->compute) fields["compute"] = *set->compute;
   } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
     kind = pause->pause ? "pause" : "resume";
     fields["job"] = pause->job;
@@ -296,6 +312,55 @@ std::string encode_error(std::string_view message, std::string_view reason) {
   fields["message"] = message;
   fields["reason"] = reason;
   return to_json_line("error", kProtocolVersion, fields) + "\n";
+}
+
+namespace {
+
+// A measured number, rounded for people (three significant decimals), or
+// null when not measured.
+ordered_json measured(double value, double scale = 1.0) {
+  if (value < 0) return nullptr;
+  return std::round(value * scale * 1000.0) / 1000.0;
+}
+
+void add_compute_fields(const JobView& job, ordered_json* record) {
+  ordered_json& r = *record;
+  r["iterations"] = job.iterations;
+  r["speed_per_s"] = measured(job.speed_per_s);
+  r["speed_unit"] = job.speed_per_s < 0
+                        ? ordered_json(nullptr)
+                        : ordered_json(job.speed_in_iterations ? "iterations" : "launches");
+  r["solo_speed_per_s"] = measured(job.solo_speed_per_s);
+  // A slowdown may be negative (faster than the solo estimate).
+  r["slowdown_pct"] = std::isnan(job.slowdown) ? ordered_json(nullptr)
+                                               : ordered_json(std::round(job.slowdown * 1e5) / 1e3);
+  bool budgeted = job.launch_budget != kNoLimit && job.launch_window_ns > 0;
+  r["launch_budget_per_s"] = budgeted ? measured(static_cast<double>(job.launch_budget) * 1e9 /
+                                                 static_cast<double>(job.launch_window_ns))
+                                      : ordered_json(nullptr);
+  r["max_queued"] = limit_json(job.max_queued);
+  r["gpu_share_pct"] = measured(job.gpu_share, 100.0);
+  r["compute_cap_pct"] = job.compute_cap_ppm == kNoLimit
+                             ? ordered_json(nullptr)
+                             : ordered_json(static_cast<double>(job.compute_cap_ppm) / 1e4);
+  r["gpu_share_limit_pct"] = job.gpu_limit_ppm == kNoLimit
+                                 ? ordered_json(nullptr)
+                                 : ordered_json(static_cast<double>(job.gpu_limit_ppm) / 1e4);
+  r["compute_phase"] =
+      job.compute_phase.empty() ? ordered_json(nullptr) : ordered_json(job.compute_phase);
+}
+
+}  // namespace
+
+Result<std::uint64_t> parse_compute_share(std::string_view text) {
+  if (text == "none") return kNoLimit;
+  std::string value(text);
+  std::uint64_t ppm = 0;
+  if (!parse_compute_cap(value.c_str(), &ppm)) {
+    return make_error("invalid compute share '" + value +
+                      "': expected a percentage above 0 and at most 100 (e.g. 30%), or none");
+  }
+  return ppm;
 }
 
 ordered_json job_record(const JobView& job) {
@@ -321,6 +386,7 @@ ordered_json job_record(const JobView& job) {
   record["mem_limit_bytes"] = job.devices.empty() ? ordered_json(nullptr) : limit_json(limit);
   record["launches"] = job.launches;
   record["state"] = job.state;
+  add_compute_fields(job, &record);
   ordered_json devices = ordered_json::array();
   for (const JobDeviceView& d : job.devices) {
     devices.push_back({{"uuid", d.uuid},

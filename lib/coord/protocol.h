@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ inline constexpr std::size_t kMaxJobNameBytes = 128;
 inline constexpr std::size_t kMaxSelectorBytes = 256;
 
 const char* qos_name(std::uint32_t qos);
+/// A compute cap as `compute=` takes it ("30%", "12.5%"; above 0, at most
+/// 100) in parts per million, or kNoLimit for "none". The one grammar of
+/// gpushare-run -p and gpushare-ctl set.
+Result<std::uint64_t> parse_compute_share(std::string_view text);
 std::optional<std::uint32_t> parse_qos(std::string_view text);
 
 struct DeviceRegistration {
@@ -47,7 +52,8 @@ struct DeviceRegistration {
 struct RegisterRequest {
   std::string name;
   std::uint32_t qos = kQosProduction;
-  std::uint64_t id_hint = 0;  ///< 0: none
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap (GPUSHARE_COMPUTE)
+  std::uint64_t id_hint = 0;                 ///< 0: none
   std::vector<DeviceRegistration> devices;
 };
 
@@ -61,6 +67,7 @@ struct SetRequest {
   std::optional<std::string> mem_limit;  ///< a size, a percentage of each device, or "none"
   std::optional<std::uint32_t> qos;
   std::optional<std::string> name;
+  std::optional<std::string> compute;  ///< "30%" or "none"
 };
 struct PauseRequest {
   std::string job;
@@ -102,6 +109,20 @@ struct JobView {
   std::uint32_t qos = kQosProduction;
   std::string state;  ///< running | paused | stale
   std::uint64_t launches = 0;
+  std::uint64_t iterations = 0;
+  /// The compute controller's view (first device): measured and estimated
+  /// speeds, the limits in force. Negative: not measured.
+  double speed_per_s = -1;
+  bool speed_in_iterations = false;
+  double solo_speed_per_s = -1;
+  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured
+  double gpu_share = -1;
+  std::uint64_t launch_budget = kNoLimit;
+  std::uint64_t launch_window_ns = 0;
+  std::uint64_t max_queued = kNoLimit;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the user's static cap
+  std::uint64_t gpu_limit_ppm = kNoLimit;    ///< the cap in force (static or the loop's)
+  std::string compute_phase;                 ///< the device's controller phase
   std::vector<JobDeviceView> devices;
   std::optional<ViolationView> violation;  ///< only while the job is a violator
 };

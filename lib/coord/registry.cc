@@ -30,6 +30,16 @@ Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_tot
   return bytes;
 }
 
+// Writes a job's static cap into its pages at once (the compute loop keeps
+// it there with the rest of the job's limits at its next tick).
+static void apply_cap(Job& job) {
+  for (int i = 0; i < job.block->device_count(); ++i) {
+    ComputeLimits limits = job.block->compute(i);
+    limits.compute_cap_ppm = job.compute_cap_ppm;
+    job.block->set_compute(i, limits);
+  }
+}
+
 Result<Job*> Registry::add(const RegisterRequest& request, const Caller& peer) {
   // A returning job keeps its old id when it is free and was not another
   // user's. Hints stay small, so that one job cannot push every later id to
@@ -70,6 +80,8 @@ Result<Job*> Registry::add(const RegisterRequest& request, const Caller& peer) {
   job.uid = peer.uid;
   job.devices = request.devices;
   job.block = std::move(*block);
+  job.compute_cap_ppm = restored != nullptr ? restored->compute_cap_ppm : request.compute_cap_ppm;
+  apply_cap(job);
   if (restored != nullptr) {
     job.block->set_paused(restored->paused);
     remembered_.erase(id);
@@ -128,6 +140,7 @@ std::vector<Decision> Registry::decisions() const {
     d.name = job.name;
     d.qos = job.block->qos();
     d.paused = job.block->paused();
+    d.compute_cap_ppm = job.compute_cap_ppm;
     for (std::size_t i = 0; i < job.devices.size(); ++i) {
       d.mem_limit_bytes.push_back(job.block->mem_limit(static_cast<int>(i)));
     }
@@ -167,6 +180,21 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     view.state = "running";
   }
   view.launches = telemetry.launches.load(std::memory_order_relaxed);
+  view.iterations = telemetry.iterations.load(std::memory_order_relaxed);
+  view.speed_per_s = job.compute.speed_per_s;
+  view.speed_in_iterations = job.compute.speed_in_iterations;
+  view.solo_speed_per_s = job.compute.solo_speed_per_s;
+  view.slowdown = job.compute.slowdown;
+  view.gpu_share = job.compute.gpu_share;
+  view.compute_phase = job.compute_phase;
+  view.compute_cap_ppm = job.compute_cap_ppm;
+  if (!job.devices.empty()) {
+    ComputeLimits limits = block.compute(0);
+    view.launch_budget = limits.launch_budget;
+    view.launch_window_ns = limits.launch_window_ns;
+    view.max_queued = limits.max_queued;
+    view.gpu_limit_ppm = limits.compute_cap_ppm;
+  }
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
     JobDeviceView device;
     device.uuid = job.devices[i].uuid;
@@ -274,6 +302,12 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
       change.limits.emplace_back(*limit, device.requested_limit_bytes);
     }
   }
+  std::optional<std::uint64_t> cap;
+  if (request.compute) {
+    Result<std::uint64_t> parsed = parse_compute_share(*request.compute);
+    if (!parsed) return refuse(reason, kReasonInvalid, parsed.error().message);
+    cap = *parsed;
+  }
   change.makes_production =
       request.qos && *request.qos == kQosProduction && job.block->qos() != kQosProduction;
   if (Status ok = may_change(caller, policy_, change); !ok) {
@@ -285,6 +319,10 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
   }
   if (request.qos) job.block->set_qos(*request.qos);
   if (request.name) job.name = *request.name;
+  if (cap) {
+    job.compute_cap_ppm = *cap;
+    apply_cap(job);
+  }
   return view(job, now_ns);
 }
 

@@ -14,6 +14,7 @@
 
 #include "common/result.h"
 #include "coord/authorize.h"
+#include "coord/compute_control.h"
 #include "coord/control_block_owner.h"
 #include "coord/protocol.h"
 
@@ -43,6 +44,7 @@ struct Decision {
   std::uint32_t qos = kQosProduction;
   bool paused = false;
   std::vector<std::uint64_t> mem_limit_bytes;  ///< per device, in registration order
+  std::uint64_t compute_cap_ppm = kNoLimit;
 };
 
 struct Job {
@@ -52,6 +54,9 @@ struct Job {
   uid_t uid = 0;
   std::vector<DeviceRegistration> devices;  ///< requested_limit_bytes: the start limit
   std::unique_ptr<ControlBlock> block;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the static cap (compute=N%)
+  ComputeJobOutput compute;                  ///< the controller's last word (first device)
+  std::string compute_phase;
 };
 
 class Registry {
@@ -76,6 +81,13 @@ class Registry {
                         std::string* reason);
 
   const Policy& policy() const { return policy_; }
+
+  /// Every registered job, for the compute loop (which writes their
+  /// compute limits and its view of them).
+  template <class Function>
+  void for_each_job(Function&& function) {
+    for (auto& [id, job] : jobs_) function(job);
+  }
 
   /// Decisions of an earlier coordinator. A job that registers again from
   /// the same process (uid and pid) with its old id gets them back: its

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "coord/compute_loop.h"
 #include "coord/decisions.h"
 #include "coord/line_buffer.h"
 #include "coord/listener.h"
@@ -35,6 +36,7 @@ constexpr std::uint64_t kTagStop = 2;
 constexpr std::uint64_t kTagIdle = 3;
 constexpr std::uint64_t kTagSweep = 4;
 constexpr std::uint64_t kTagAcceptPause = 5;
+constexpr std::uint64_t kTagCompute = 6;
 constexpr std::uint64_t kFirstConnection = 16;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
@@ -151,6 +153,8 @@ struct Server::Impl {
   int epoll_fd = -1;
   int idle_fd = -1;
   int sweep_fd = -1;
+  int compute_fd = -1;
+  ComputeLoop compute{options.compute_policy};
   std::unordered_map<std::uint64_t, Connection> connections;
   // Unregistered and control connections per user (jobs are bounded by the
   // processes a user runs, and each costs the coordinator a pidfd too).
@@ -171,6 +175,7 @@ struct Server::Impl {
     for (auto& [key, connection] : connections) close_fds(connection);
     if (idle_fd >= 0) close(idle_fd);
     if (sweep_fd >= 0) close(sweep_fd);
+    if (compute_fd >= 0) close(compute_fd);
     if (spare_fd >= 0) close(spare_fd);
     if (accept_pause_fd >= 0) close(accept_pause_fd);
     if (epoll_fd >= 0) close(epoll_fd);
@@ -242,6 +247,12 @@ struct Server::Impl {
     timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
     if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
     start_enforcer();
+    compute_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (compute_fd < 0) return os_error("timerfd_create");
+    timespec tick{0, static_cast<long>(kComputeTickNs)};
+    itimerspec ticking{tick, tick};
+    timerfd_settime(compute_fd, 0, &ticking, nullptr);
+    if (Status ok = watch(compute_fd, kTagCompute, EPOLLIN); !ok) return ok;
     spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (accept_pause_fd < 0) return os_error("timerfd_create");
@@ -621,6 +632,7 @@ struct Server::Impl {
       return false;
     }
     save_decisions_now();
+    compute.tick(registry, now_ns());  // its limits and phase from the start
     note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
          std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ", " +
          qos_name(job.block->qos()) + ", " + describe_limits(job));
@@ -657,7 +669,8 @@ struct Server::Impl {
       result = registry.set(*set, c.peer, now, &reason);
       action = "set" + std::string(set->mem_limit ? " mem-limit=" + *set->mem_limit : "") +
                (set->qos ? std::string(" qos=") + qos_name(*set->qos) : "") +
-               (set->name ? " name=" + *set->name : "");
+               (set->name ? " name=" + *set->name : "") +
+               (set->compute ? " compute=" + *set->compute : "");
     } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
       result = registry.pause(*pause, c.peer, now, &reason);
       action = pause->pause ? "pause" : "resume";
@@ -715,6 +728,11 @@ Result<StopReason> Server::run() {
         s.sweep();
       } else if (tag == kTagAcceptPause) {
         s.resume_accepting();
+      } else if (tag == kTagCompute) {
+        std::uint64_t expirations;
+        ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
+        (void)ignored;
+        s.compute.tick(s.registry, now_ns());
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);

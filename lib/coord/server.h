@@ -22,6 +22,7 @@
 #include "common/result.h"
 #include "coord/authorize.h"
 #include "coord/enforcement.h"
+#include "coord/compute_control.h"
 
 namespace gpushare::coord {
 
@@ -65,6 +66,9 @@ struct ServerOptions {
   /// checked (a note says so).
   bool enforce = true;
   ViolationAction violation_action = ViolationAction::kWarn;
+  /// The compute loop's policy (compute_control.h), ticking every
+  /// kComputeTickNs on the event loop.
+  ComputePolicy compute_policy = ComputePolicy::kGpushare;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;

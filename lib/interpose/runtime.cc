@@ -2,11 +2,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <strings.h>
-
 #include <cstring>
 
 #include "coord/client/client.h"
@@ -14,18 +13,41 @@
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
 #include "interpose/tree.h"
+#include "interpose/throttle.h"
 
 namespace gpushare::interpose {
 
 constinit Runtime g_runtime;
+constinit coord::LocalCounters g_counters{};
+__thread LaunchSlot* t_launch_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+LaunchSlot g_launch_slots[kLaunchSlots];
+std::atomic<int> g_launch_slots_taken{0};
+}  // namespace
+
+LaunchSlot* claim_launch_slot() {
+  int index = g_launch_slots_taken.fetch_add(1, std::memory_order_relaxed);
+  if (index >= kLaunchSlots) {
+    g_launch_slots_taken.store(kLaunchSlots, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t_launch_slot = &g_launch_slots[index];
+  return t_launch_slot;
+}
+
+std::uint64_t launches_total() {
+  int taken = g_launch_slots_taken.load(std::memory_order_relaxed);
+  if (taken > kLaunchSlots) taken = kLaunchSlots;
+  std::uint64_t total = g_counters.launches.load(std::memory_order_relaxed);
+  for (int i = 0; i < taken; ++i) total += g_launch_slots[i].count.load(std::memory_order_relaxed);
+  return total;
+}
 
 namespace {
 
 pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-// The counters the coordinator client copies into the job's telemetry page.
-coord::LocalCounters g_counters;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 
@@ -45,6 +67,7 @@ void start_coordinator_client(int count) {
     job.devices[index].mem_total_bytes = device.physical_total;
     job.devices[index].requested_limit_bytes = device.start_limit;
   }
+  g_counters.launches_total = &launches_total;
   coord::client_start(job, &g_counters);
 }
 
@@ -86,6 +109,18 @@ void load_driver() {
       reinterpret_cast<PFN_cuDeviceGet_v2000>(real_dlsym(rt.libcuda, "cuDeviceGet"));
   real.real_cuDeviceGetUuid_v2 =
       reinterpret_cast<PFN_cuDeviceGetUuid_v11040>(real_dlsym(rt.libcuda, "cuDeviceGetUuid_v2"));
+  real.real_cuEventCreate =
+      reinterpret_cast<PFN_cuEventCreate_v2000>(real_dlsym(rt.libcuda, "cuEventCreate"));
+  real.real_cuEventDestroy_v2 =
+      reinterpret_cast<PFN_cuEventDestroy_v4000>(real_dlsym(rt.libcuda, "cuEventDestroy_v2"));
+  real.real_cuEventRecord =
+      reinterpret_cast<PFN_cuEventRecord_v2000>(real_dlsym(rt.libcuda, "cuEventRecord"));
+  real.real_cuEventRecord_ptsz =
+      reinterpret_cast<PFN_cuEventRecord_v7000_ptsz>(real_dlsym(rt.libcuda, "cuEventRecord_ptsz"));
+  real.real_cuEventQuery =
+      reinterpret_cast<PFN_cuEventQuery_v2000>(real_dlsym(rt.libcuda, "cuEventQuery"));
+  real.real_cuEventElapsedTime =
+      reinterpret_cast<PFN_cuEventElapsedTime_v2000>(real_dlsym(rt.libcuda, "cuEventElapsedTime"));
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
   rt.driver_loaded.store(true, std::memory_order_release);
@@ -144,6 +179,8 @@ void reset_after_fork() {
   rt.handles.clear();
   rt.contexts.clear();
   g_counters.launches.store(0, std::memory_order_relaxed);
+  for (LaunchSlot& slot : g_launch_slots) slot.count.store(0, std::memory_order_relaxed);
+  throttle_after_fork();
   rt.device_count.store(-1, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&rt.context_mutex, &fresh, sizeof fresh);
@@ -176,7 +213,8 @@ int current_device() {
   const Runtime& rt = g_runtime;
   if (rt.device_count.load(std::memory_order_acquire) < 0) init_devices();
   CUdevice device = -1;
-  if (rt.real.real_cuCtxGetDevice == nullptr || rt.real.real_cuCtxGetDevice(&device) != CUDA_SUCCESS) {
+  if (rt.real.real_cuCtxGetDevice == nullptr ||
+      rt.real.real_cuCtxGetDevice(&device) != CUDA_SUCCESS) {
     return -1;
   }
   int count = rt.device_count.load(std::memory_order_acquire);
@@ -193,12 +231,6 @@ std::uint64_t current_context() {
 }
 
 std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
-
-void before_launch() {
-  if (g_runtime.settings.disabled) return;
-  g_counters.launches.fetch_add(1, std::memory_order_relaxed);
-  if (coord::paused()) coord::wait_while_paused();
-}
 
 bool process_device_usage(int device, std::uint64_t* bytes) {
   const RealNvml& nvml = real_nvml();

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "coord/client/client.h"
 #include "interpose/accounting.h"
 #include "interpose/legacy_types.h"
 #include "interpose/settings.h"
@@ -36,6 +37,13 @@ struct RealDriver {
   PFN_cuDeviceGetCount_v2000 real_cuDeviceGetCount = nullptr;
   PFN_cuDeviceGet_v2000 real_cuDeviceGet = nullptr;
   PFN_cuDeviceGetUuid_v11040 real_cuDeviceGetUuid_v2 = nullptr;
+  // The compute actuator's events (throttle.cc).
+  PFN_cuEventCreate_v2000 real_cuEventCreate = nullptr;
+  PFN_cuEventDestroy_v4000 real_cuEventDestroy_v2 = nullptr;
+  PFN_cuEventRecord_v2000 real_cuEventRecord = nullptr;
+  PFN_cuEventRecord_v7000_ptsz real_cuEventRecord_ptsz = nullptr;
+  PFN_cuEventQuery_v2000 real_cuEventQuery = nullptr;
+  PFN_cuEventElapsedTime_v2000 real_cuEventElapsedTime = nullptr;
 };
 
 struct Device {
@@ -83,8 +91,44 @@ std::uint64_t current_context();
 /// else the job's starting limit. Lock-free loads only.
 std::uint64_t effective_limit(int device);
 
-/// Counts a launch and waits while the coordinator has paused the job.
-void before_launch();
+/// The telemetry counters the coordinator client copies into the job's
+/// telemetry page (process-local; relaxed increments).
+extern coord::LocalCounters g_counters;
+
+/// Launches are counted per thread, in a slot of its own, by a plain load
+/// and store (no locked instruction, which costs more than the rest of the
+/// launch path together); the sum over slots is the job's launch count. A
+/// thread takes a slot at its first launch; past kLaunchSlots threads,
+/// launches are counted with an atomic increment in `g_counters.launches`.
+struct alignas(64) LaunchSlot {
+  std::atomic<std::uint64_t> count;
+};
+inline constexpr int kLaunchSlots = 256;
+extern __thread LaunchSlot* t_launch_slot __attribute__((tls_model("initial-exec")));
+/// Takes a slot for the calling thread (nullptr when none is left).
+LaunchSlot* claim_launch_slot();
+/// Launches so far, summed over every thread.
+std::uint64_t launches_total();
+
+inline void count_launch() {
+  LaunchSlot* slot = t_launch_slot;
+  if (__builtin_expect(slot == nullptr, 0)) slot = claim_launch_slot();
+  if (__builtin_expect(slot == nullptr, 0)) {
+    g_counters.launches.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Only this thread writes the slot; the client thread reads it.
+  slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+/// The launch path: counts the launch and says whether it must go through
+/// the gate (paused, or compute limits in force: see throttle.h). A thread-
+/// local load, a plain increment and three loads when not gated.
+inline bool before_launch() {
+  if (g_runtime.settings.disabled) return false;
+  count_launch();
+  return coord::launch_gated();
+}
 
 /// This process's device memory as the driver's NVML sees it (contexts
 /// included), or false where NVML cannot tell.

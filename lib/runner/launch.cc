@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/units.h"
+#include "coord/client/client.h"
 
 namespace gpushare {
 namespace {
@@ -43,7 +44,8 @@ Status check_gpu(const std::string& gpu) {
   if (gpu.rfind("GPU-", 0) == 0 || gpu.rfind("MIG-", 0) == 0) return {};
   for (char c : gpu) {
     if (c < '0' || c > '9') {
-      return make_error("invalid GPU '" + gpu + "': expected an index (0, 1, ...) or a UUID (GPU-...)");
+      return make_error("invalid GPU '" + gpu +
+                        "': expected an index (0, 1, ...) or a UUID (GPU-...)");
     }
   }
   return {};
@@ -79,8 +81,11 @@ Status apply_properties(RunRequest& request) {
       request.gpu = value;
     } else if (key == "log") {
       request.log_level = value;
+    } else if (key == "compute") {
+      request.compute = value;
     } else {
-      return make_error("unknown property '" + key + "' (known: qos, mem-limit, name, gpu, log)");
+      return make_error("unknown property '" + key +
+                        "' (known: qos, mem-limit, name, gpu, log, compute)");
     }
   }
   return {};
@@ -126,6 +131,15 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   if (request.gpu) {
     if (Status ok = check_gpu(*request.gpu); !ok) return ok.error();
     set("CUDA_VISIBLE_DEVICES", *request.gpu);
+  }
+  if (request.compute) {
+    // The grammar of gpushare-ctl set compute= (the interposer's own parser).
+    std::uint64_t ppm = 0;
+    if (!coord::parse_compute_cap(request.compute->c_str(), &ppm)) {
+      return make_error("invalid compute share '" + *request.compute +
+                        "': expected a percentage above 0 and at most 100 (e.g. 30%)");
+    }
+    set("GPUSHARE_COMPUTE", *request.compute);
   }
   if (request.log_level) {
     bool known = false;

@@ -22,6 +22,7 @@ struct RunRequest {
   std::optional<std::string> gpu;        ///< an index or a GPU UUID
   std::optional<std::string> name;
   std::optional<std::string> log_level;
+  std::optional<std::string> compute;  ///< -p compute=N%: a cap on the share of GPU time
   bool sim = false;
   std::vector<std::string> properties;  ///< KEY=VALUE, applied after the named options
   std::vector<std::string> command;

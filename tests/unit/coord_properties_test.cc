@@ -30,7 +30,7 @@ TEST_CASE("bad properties are usage errors naming the property", "[coord][proper
   CHECK(error_of(std::nullopt, {"mem"}) == "invalid property 'mem': expected KEY=VALUE");
   CHECK(error_of(std::nullopt, {"=1"}) == "invalid property '=1': expected KEY=VALUE");
   CHECK(error_of(std::nullopt, {"sm=30%"}) ==
-        "unknown property 'sm' (known: mem-limit, qos, name)");
+        "unknown property 'sm' (known: mem-limit, qos, name, compute)");
   CHECK(error_of(std::nullopt, {"gpu=1"}) == "property 'gpu' cannot change on a running job");
   CHECK(error_of(std::nullopt, {"qos=best"}) ==
         "invalid qos 'best': expected production or opportunistic");
@@ -38,4 +38,17 @@ TEST_CASE("bad properties are usage errors naming the property", "[coord][proper
   CHECK(error_of("0", {}) == "invalid mem-limit '0': must be above 0 (or 'none')");
   CHECK_THAT(error_of("12 apples", {}), Catch::Matchers::StartsWith("invalid mem-limit: "));
   CHECK_THAT(error_of("150%", {}), Catch::Matchers::StartsWith("invalid mem-limit: "));
+}
+
+TEST_CASE("the compute property takes a share of GPU time or none") {
+  auto request = parse_set_properties("job", std::nullopt, {"compute=30%"});
+  REQUIRE(request);
+  CHECK(*request->compute == "30%");
+  CHECK(parse_set_properties("job", std::nullopt, {"compute=none"}));
+  for (const char* bad : {"compute=0%", "compute=101%", "compute=-5%", "compute=abc", "compute="}) {
+    INFO(bad);
+    auto refused = parse_set_properties("job", std::nullopt, {bad});
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Matchers::Contains("invalid compute share"));
+  }
 }

@@ -8,7 +8,7 @@ using namespace gpushare::coord;
 namespace {
 
 const char* kRegister =
-    R"({"kind":"register","version":1,"protocol":1,"layout_version":1,"name":"train",)"
+    R"({"kind":"register","version":1,"protocol":1,"layout_version":2,"name":"train",)"
     R"("qos":"opportunistic","devices":[{"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",)"
     R"("mem_total_bytes":17179869184,"requested_limit_bytes":4294967296,"mem_limit_bytes":1073741824}]})";
 
@@ -77,7 +77,7 @@ TEST_CASE("malformed messages are errors that say what is wrong", "[coord][proto
   CHECK(error_of(R"({"kind":"show","version":1,"job":""})") == "field 'job' must not be empty");
   CHECK(error_of(R"({"kind":"show","version":1,"job":7})") == "field 'job' must be a string");
   CHECK(error_of(R"({"kind":"set","version":1,"job":"x"})") ==
-        "set changes nothing: give mem_limit, qos or name");
+        "set changes nothing: give mem_limit, qos, name or compute");
   CHECK(error_of(R"({"kind":"set","version":1,"job":"x","qos":"best"})") ==
         "invalid qos 'best': expected production or opportunistic");
 }
@@ -115,7 +115,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
   CHECK(
       error_of(
           R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
-      "unsupported control block layout 9 (this coordinator has 1)");
+      "unsupported control block layout 9 (this coordinator has 2)");
 }
 
 TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
@@ -172,9 +172,31 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
   nlohmann::ordered_json record = job_record(job);
   std::vector<std::string> keys;
   for (auto it = record.begin(); it != record.end(); ++it) keys.push_back(it.key());
-  CHECK(keys == std::vector<std::string>{"kind", "version", "id", "name", "pid", "uid", "qos",
-                                         "device", "mem_used_bytes", "mem_limit_bytes", "launches",
-                                         "state", "devices"});
+  const std::vector<std::string> expected = {"kind",
+                                             "version",
+                                             "id",
+                                             "name",
+                                             "pid",
+                                             "uid",
+                                             "qos",
+                                             "device",
+                                             "mem_used_bytes",
+                                             "mem_limit_bytes",
+                                             "launches",
+                                             "state",
+                                             "iterations",
+                                             "speed_per_s",
+                                             "speed_unit",
+                                             "solo_speed_per_s",
+                                             "slowdown_pct",
+                                             "launch_budget_per_s",
+                                             "max_queued",
+                                             "gpu_share_pct",
+                                             "compute_cap_pct",
+                                             "gpu_share_limit_pct",
+                                             "compute_phase",
+                                             "devices"};
+  CHECK(keys == expected);
   CHECK(record["device"] == "GPU-a");
   CHECK(record["mem_used_bytes"] == 400);
   CHECK(record["mem_limit_bytes"].is_null());  // one device has no limit
@@ -215,4 +237,49 @@ TEST_CASE("replies decode to records or to the coordinator's error", "[coord][pr
   CHECK(error.error().message == "no job 'x'");
   CHECK_FALSE(decode_records("garbage").ok());
   CHECK_FALSE(decode_records(R"({"kind":"registered","version":1,"id":1})").ok());
+}
+
+TEST_CASE("compute shares parse in one grammar and bad ones are refused") {
+  CHECK(*parse_compute_share("30%") == 300000);
+  CHECK(*parse_compute_share("30") == 300000);
+  CHECK(*parse_compute_share("12.5%") == 125000);
+  CHECK(*parse_compute_share("100%") == 1000000);
+  CHECK(*parse_compute_share("none") == kNoLimit);
+  for (const char* bad :
+       {"0%", "0", "101%", "-5%", "abc", "", "30%%", "% 30", "nan", "inf", "1e3"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_compute_share(bad));
+  }
+  auto set = parse_request(R"({"kind":"set","version":1,"job":"x","compute":"30%"})");
+  REQUIRE(set);
+  CHECK(*std::get<SetRequest>(*set).compute == "30%");
+  CHECK_FALSE(parse_request(R"({"kind":"set","version":1,"job":"x","compute":"0%"})"));
+  auto reg = parse_request(
+      R"({"kind":"register","version":1,"name":"a","qos":"production","compute_cap_ppm":250000,"devices":[]})");
+  REQUIRE(reg);
+  CHECK(std::get<RegisterRequest>(*reg).compute_cap_ppm == 250000);
+  CHECK_FALSE(parse_request(
+      R"({"kind":"register","version":1,"name":"a","qos":"production","compute_cap_ppm":0,"devices":[]})"));
+}
+
+TEST_CASE("job records show the compute controller's view") {
+  JobView job;
+  job.speed_per_s = 61.2345;
+  job.speed_in_iterations = true;
+  job.solo_speed_per_s = 62;
+  job.slowdown = -0.0125;
+  job.launch_budget = 10;
+  job.launch_window_ns = 20'000'000;
+  job.max_queued = 10;
+  job.compute_cap_ppm = 300000;
+  job.compute_phase = "avoid";
+  nlohmann::ordered_json r = job_record(job);
+  CHECK(r["speed_per_s"] == 61.235);
+  CHECK(r["speed_unit"] == "iterations");
+  CHECK(r["slowdown_pct"] == -1.25);
+  CHECK(r["launch_budget_per_s"] == 500);
+  CHECK(r["max_queued"] == 10);
+  CHECK(r["gpu_share_pct"].is_null());
+  CHECK(r["compute_cap_pct"] == 30);
+  CHECK(r["compute_phase"] == "avoid");
 }

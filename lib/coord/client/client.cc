@@ -1,10 +1,10 @@
 // The coordinator client's state machine and background thread.
 //
 // States, as seen by the hot path (mem_limit, paused):
-//   unregistered  g_state.page is null; limits come from `fallback_limit`,
+//   unregistered  g_launch_gate.page is null; limits come from `fallback_limit`,
 //                 which holds the requested limits, or after a coordinator
 //                 went away, the last limits it had set.
-//   registered    g_state.page points at the coordinator's read-only limits
+//   registered    g_launch_gate.page points at the coordinator's read-only limits
 //                 page; every read goes straight to shared memory.
 // The background thread is the only writer of `page`. It publishes a page
 // with a release store after checking it, and retires one by first copying
@@ -71,17 +71,23 @@ struct Config {
   unsigned char uuids[kMaxDevices][16];
   std::uint64_t mem_total_bytes[kMaxDevices];
   std::uint64_t requested_limit_bytes[kMaxDevices];
+  std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
   void (*log)(const char*);
   bool debug;
   LocalCounters* counters;
 };
 
 struct State {
-  std::atomic<const LimitsPage*> page;
   // Stored inverted (~limit), so that the zero-initialised state reads as
   // kNoLimit before client_start.
   std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
   std::atomic<std::uint32_t> fallback_qos;
+  // The compute limits kept while unregistered, stored like the memory
+  // limits (inverted, so zero reads as kNoLimit), and whether any is set.
+  std::atomic<std::uint64_t> fallback_budget_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
@@ -93,6 +99,12 @@ struct State {
 };
 
 constinit Config g_config{};
+}  // namespace
+
+// The registered page (null while unregistered), read by the launch path.
+constinit LaunchGate g_launch_gate{};
+
+namespace {
 constinit State g_state{};
 
 // ---- small helpers ---------------------------------------------------------
@@ -135,6 +147,35 @@ std::uint64_t fallback_limit(int device) {
 
 void set_fallback_limit(int device, std::uint64_t limit) {
   g_state.fallback_limit_inverted[device].store(~limit, std::memory_order_relaxed);
+}
+
+void set_fallback_compute(int device, const ComputeView& c) {
+  g_state.fallback_window_ns[device].store(c.launch_window_ns, std::memory_order_relaxed);
+  g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
+  g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
+  g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
+}
+
+void page_compute(const LimitsPage* page, int device, ComputeView* out) {
+  const DeviceLimits& d = page->devices[device];
+  out->launch_budget = d.launch_budget.load(std::memory_order_acquire);
+  out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
+  out->max_queued = d.max_queued.load(std::memory_order_relaxed);
+  out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
+}
+
+// Keeps the page's limits (memory, class, compute) as the fallback: the
+// job runs on them while no coordinator is there.
+void keep_page_limits(const LimitsPage* page) {
+  for (int i = 0; i < g_config.device_count; ++i) {
+    set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
+    ComputeView compute;
+    page_compute(page, i, &compute);
+    set_fallback_compute(i, compute);
+  }
+  g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
+                                        std::memory_order_relaxed);
 }
 
 // ---- registration ----------------------------------------------------------
@@ -287,7 +328,8 @@ Outcome try_register(int timeout_ms, Registration* out) {
                               g_config.uuids,
                               g_config.mem_total_bytes,
                               g_config.requested_limit_bytes,
-                              limits};
+                              limits,
+                              g_config.compute_cap_ppm};
   char message[8192];
   std::size_t length = wire::write_register(message, sizeof message, fields);
   char reply[kMaxReplyBytes];
@@ -327,13 +369,22 @@ void copy_telemetry(TelemetryPage* page) {
       page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
     }
-    page->launches.store(c->launches.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    std::uint64_t launches = c->launches_total != nullptr
+                                 ? c->launches_total()
+                                 : c->launches.load(std::memory_order_relaxed);
+    page->launches.store(launches, std::memory_order_relaxed);
     page->blocks_launched.store(c->blocks_launched.load(std::memory_order_relaxed),
                                 std::memory_order_relaxed);
     page->kernels_completed.store(c->kernels_completed.load(std::memory_order_relaxed),
                                   std::memory_order_relaxed);
     page->iterations.store(c->iterations.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
+    page->last_iteration_ns.store(c->last_iteration_ns.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+    page->gpu_busy_ns.store(c->gpu_busy_ns.load(std::memory_order_relaxed),
+                            std::memory_order_relaxed);
+    page->throttle_wait_ns.store(c->throttle_wait_ns.load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
   }
   page->heartbeat_ns.store(now_ns(), std::memory_order_release);
 }
@@ -344,7 +395,7 @@ void publish(const Registration& registration) {
   g_state.socket_fd.store(registration.fd + 1, std::memory_order_relaxed);
   g_state.last_job_id.store(registration.limits->job_id, std::memory_order_relaxed);
   g_state.registrations.fetch_add(1, std::memory_order_relaxed);
-  g_state.page.store(registration.limits, std::memory_order_release);
+  g_launch_gate.page.store(registration.limits, std::memory_order_release);
   log_line("registered as job %llu with %s",
            static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path);
 }
@@ -352,14 +403,10 @@ void publish(const Registration& registration) {
 // Back to the unregistered state, keeping the last limits. Wakes launches
 // paused on the old page: no coordinator is left to resume them.
 void retire(bool close_socket) {
-  const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
-    for (int i = 0; i < g_config.device_count; ++i) {
-      set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    }
-    g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
-    g_state.page.store(nullptr, std::memory_order_release);
+    keep_page_limits(page);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
   if (g_state.telemetry != nullptr) {
@@ -432,12 +479,10 @@ void* client_thread(void* first_fd) {
 // current limits and start unregistered.
 void after_fork_in_child() {
   if (g_state.running.load(std::memory_order_relaxed) == 0) return;
-  const LimitsPage* page = g_state.page.load(std::memory_order_relaxed);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
-    for (int i = 0; i < g_config.device_count; ++i) {
-      set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    }
-    g_state.page.store(nullptr, std::memory_order_release);
+    keep_page_limits(page);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
   }
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
   // either way, and nothing in the child writes to it).
@@ -503,6 +548,14 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
   }
 
+  g_config.compute_cap_ppm = kNoLimit;
+  const char* compute = getenv("GPUSHARE_COMPUTE");
+  if (compute != nullptr && *compute != '\0' &&
+      !parse_compute_cap(compute, &g_config.compute_cap_ppm)) {
+    log_line("ignoring GPUSHARE_COMPUTE='%s': expected a share above 0%% and at most 100%%",
+             compute);
+    g_config.compute_cap_ppm = kNoLimit;
+  }
   int count = job.device_count < 0 ? 0 : job.device_count;
   g_config.device_count = count > kMaxDevices ? kMaxDevices : count;
   for (int i = 0; i < g_config.device_count; ++i) {
@@ -510,7 +563,12 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
     g_config.requested_limit_bytes[i] = job.devices[i].requested_limit_bytes;
     set_fallback_limit(i, job.devices[i].requested_limit_bytes);
+    ComputeView own;
+    own.compute_cap_ppm = g_config.compute_cap_ppm;
+    set_fallback_compute(i, own);
   }
+  g_launch_gate.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
+                                        std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -573,7 +631,7 @@ void client_stop() {
 
 std::uint64_t mem_limit(int device) {
   if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page != nullptr && device < static_cast<int>(page->device_count)) {
     return page->devices[device].mem_limit_bytes.load(std::memory_order_relaxed);
   }
@@ -581,13 +639,27 @@ std::uint64_t mem_limit(int device) {
 }
 
 bool paused() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   return page != nullptr && page->paused.load(std::memory_order_relaxed) != 0;
+}
+
+void compute_limits(int device, ComputeView* out) {
+  *out = ComputeView{};
+  if (device < 0 || device >= kMaxDevices) return;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
+    return;
+  }
+  out->launch_budget = ~g_state.fallback_budget_inverted[device].load(std::memory_order_relaxed);
+  out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
+  out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
+  out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
 }
 
 void wait_while_paused() {
   for (;;) {
-    const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+    const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
     if (page == nullptr) return;
     std::uint32_t value = page->paused.load(std::memory_order_acquire);
     if (value == 0) return;
@@ -600,14 +672,14 @@ void wait_while_paused() {
 }
 
 bool opportunistic() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
                                       : g_state.fallback_qos.load(std::memory_order_relaxed);
   return qos == kQosOpportunistic;
 }
 
 std::uint64_t job_id() {
-  const LimitsPage* page = g_state.page.load(std::memory_order_acquire);
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   return page != nullptr ? page->job_id : 0;
 }
 

@@ -21,12 +21,17 @@
 //   GPUSHARE_JOB     the job name (default: the process name, /proc/self/comm)
 //   GPUSHARE_QOS     production | opportunistic (default: production)
 //   GPUSHARE_SOCKET  the coordinator socket (default: see socket_path.h)
+//   GPUSHARE_COMPUTE a static compute cap, "30%" (0 < N <= 100; see
+//                    gpushare-run(1)); enforced by the interposer even
+//                    without a coordinator
 //   GPUSHARE_DEBUG   when set and non-empty, the client logs to stderr,
 //                    prefixed "gpushare[PID]: coord: " (unless a log
 //                    function is given)
 // GPUSHARE_MEM_LIMIT is NOT read here: the interposer resolves it per device
 // (percentages need the device's capacity) into requested_limit_bytes.
 //
+// When the coordinator goes away, the job keeps its last compute limits
+// too (an opportunistic job never runs wild against a production job).
 // When the coordinator goes away while the job is paused, the job resumes:
 // nobody is left to resume it, and no call may block on a dead coordinator.
 // fork(): the child starts unregistered, with the parent's current limits
@@ -57,6 +62,14 @@ struct JobIdentity {
   DeviceIdentity devices[kMaxDevices] = {};
 };
 
+/// One device's compute limits as the job sees them (control_block.h).
+struct ComputeView {
+  std::uint64_t launch_budget = kNoLimit;
+  std::uint64_t launch_window_ns = 0;
+  std::uint64_t max_queued = kNoLimit;
+  std::uint64_t compute_cap_ppm = kNoLimit;
+};
+
 /// Counters owned and updated by the interposer on its hot paths
 /// (process-local atomics, relaxed increments); the client thread copies them
 /// into the telemetry page.
@@ -66,7 +79,22 @@ struct LocalCounters {
   std::atomic<std::uint64_t> blocks_launched;
   std::atomic<std::uint64_t> kernels_completed;
   std::atomic<std::uint64_t> iterations;
+  std::atomic<std::uint64_t> last_iteration_ns;
+  std::atomic<std::uint64_t> gpu_busy_ns;
+  std::atomic<std::uint64_t> throttle_wait_ns;
+  /// When set, the launch count to publish (the interposer counts launches
+  /// per thread, without a locked instruction); else `launches`.
+  std::uint64_t (*launches_total)();
 };
+
+/// What the launch path reads, exposed so that launch_gated() inlines: the
+/// coordinator's limits page while registered (null otherwise), and the
+/// throttle flag kept while unregistered.
+struct LaunchGate {
+  std::atomic<const LimitsPage*> page;
+  std::atomic<std::uint32_t> fallback_throttle;
+};
+extern LaunchGate g_launch_gate;
 
 /// Registers (bounded: 200 ms at most) and starts the background thread.
 /// Returns quickly, always. The identity is copied; `counters` must outlive
@@ -86,6 +114,26 @@ std::uint64_t mem_limit(int device);
 
 /// Whether kernel launches must wait. One pointer and one flag load.
 bool paused();
+
+/// Whether a launch must take the slow path: paused, or a compute limit in
+/// force on some device. Two loads from one cache line of the limits page
+/// (or one process-local load while unregistered).
+inline bool launch_gated() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    return (page->paused.load(std::memory_order_relaxed) |
+            page->throttle.load(std::memory_order_relaxed)) != 0;
+  }
+  return g_launch_gate.fallback_throttle.load(std::memory_order_relaxed) != 0;
+}
+
+/// A device's compute limits: the coordinator's while registered, else the
+/// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
+void compute_limits(int device, ComputeView* out);
+
+/// Parses a compute cap as GPUSHARE_COMPUTE takes it ("30%", "30", "12.5%";
+/// above 0, at most 100) into parts per million; false when malformed.
+bool parse_compute_cap(const char* text, std::uint64_t* ppm);
 
 /// Blocks the calling thread while the job is paused (futex wait on the
 /// shared page; also returns when the coordinator goes away).

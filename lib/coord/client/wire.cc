@@ -1,7 +1,10 @@
 #include "coord/client/wire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "coord/client/client.h"
 
 namespace gpushare::coord::wire {
 namespace {
@@ -128,6 +131,10 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
     out.put(",\"id_hint\":");
     out.number(fields.id_hint);
   }
+  if (fields.compute_cap_ppm != kNoLimit) {
+    out.put(",\"compute_cap_ppm\":");
+    out.number(fields.compute_cap_ppm);
+  }
   out.put(",\"devices\":[");
   for (int i = 0; i < fields.device_count; ++i) {
     char uuid[48];
@@ -171,3 +178,21 @@ bool find_string(const char* line, const char* key, char* out, std::size_t size)
 }
 
 }  // namespace gpushare::coord::wire
+
+namespace gpushare::coord {
+
+// Declared in client.h; here, with the other pure parsing, so that the
+// coordinator's protocol code shares it without the client's thread.
+bool parse_compute_cap(const char* text, std::uint64_t* ppm) {
+  if (text == nullptr || *text < '0' || *text > '9') return false;
+  char* end = nullptr;
+  double pct = strtod(text, &end);
+  if (end == text) return false;
+  if (*end == '%') ++end;
+  if (*end != '\0' || !(pct > 0.0) || pct > 100.0) return false;
+  std::uint64_t value = static_cast<std::uint64_t>(pct * 10000.0 + 0.5);
+  *ppm = value == 0 ? 1 : value;
+  return true;
+}
+
+}  // namespace gpushare::coord

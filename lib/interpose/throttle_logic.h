@@ -1,0 +1,82 @@
+// The compute actuator's decisions, without the driver: what a launch on a
+// throttled device must wait for. The driver-facing half is throttle.cc.
+//
+// Three limits (control_block.h), each a separate gate:
+//   launch budget   a token bucket of launches: it refills at
+//                   launch_budget per launch_window_ns and holds at most
+//                   launch_budget tokens (at least one), so a cut takes
+//                   effect at the next launch (the bucket is clamped to the
+//                   new size at once) and a budget of 0 holds every launch.
+//   queued work     at most max_queued tracked launches unfinished; beyond,
+//                   the launch waits for the oldest to finish.
+//   compute cap     a token bucket of GPU time: it refills at cap_ppm/1e6
+//                   nanoseconds per nanosecond, holds one window's worth
+//                   (kCapWindowNs), and starts empty (a job gets no burst
+//                   above its cap when it starts). A launch may go while the bucket is
+//                   positive; each tracked launch's measured GPU time is
+//                   debited when it is seen to finish, so the bucket may go
+//                   negative and the next launch then waits it back to
+//                   zero. Before sleeping on it, the job first waits for its
+//                   queued work (its cost is not known until it finishes);
+//                   with a cap in force at most kCapQueue launches are
+//                   queued, so an overdraft is a few kernels at most.
+// Waits are sleeps of at most kMaxSleepNs, after which the caller re-reads
+// the limits (a raise takes effect within that time) and asks again.
+#pragma once
+
+#include <cstdint>
+
+namespace gpushare::interpose {
+
+inline constexpr std::uint64_t kThrottleNoLimit = ~0ull;
+inline constexpr std::uint64_t kMaxSleepNs = 2'000'000;
+inline constexpr std::uint64_t kCapWindowNs = 100'000'000;
+inline constexpr std::uint64_t kCapQueue = 2;
+
+/// A device's compute limits, as in the limits page; kThrottleNoLimit: none.
+struct ThrottleLimits {
+  std::uint64_t launch_budget = kThrottleNoLimit;
+  std::uint64_t launch_window_ns = 0;
+  std::uint64_t max_queued = kThrottleNoLimit;
+  std::uint64_t compute_cap_ppm = kThrottleNoLimit;
+  bool any() const {
+    return launch_budget != kThrottleNoLimit || max_queued != kThrottleNoLimit ||
+           compute_cap_ppm != kThrottleNoLimit;
+  }
+};
+
+/// Per device, process-local; the caller serialises access.
+struct ThrottleState {
+  double launch_tokens = 0;
+  std::uint64_t launch_refill_ns = 0;  ///< 0: the bucket starts full
+  double time_tokens_ns = 0;
+  std::uint64_t time_refill_ns = 0;
+  std::uint64_t queued = 0;  ///< tracked launches not yet seen to finish
+};
+
+enum class ThrottleWait { kNone, kOldest, kSleep };
+
+struct ThrottleDecision {
+  ThrottleWait wait = ThrottleWait::kNone;
+  std::uint64_t sleep_ns = 0;  ///< for kSleep: at most kMaxSleepNs
+};
+
+/// The queued-work bound in force: max_queued, tightened to kCapQueue
+/// under a compute cap; kThrottleNoLimit for none.
+std::uint64_t queue_bound(const ThrottleLimits& limits);
+
+/// Refills the buckets to `now_ns` and says whether a launch may go now.
+ThrottleDecision throttle_decide(ThrottleState* state, const ThrottleLimits& limits,
+                                 std::uint64_t now_ns);
+
+/// A launch went: takes its launch token; `tracked` when its completion
+/// will be reported by throttle_finished.
+void throttle_launched(ThrottleState* state, const ThrottleLimits& limits, bool tracked);
+
+/// A tracked launch finished after `gpu_ns` of measured GPU time.
+void throttle_finished(ThrottleState* state, std::uint64_t gpu_ns);
+
+/// Limits were lifted: forget the buckets (a later limit starts full).
+void throttle_reset(ThrottleState* state);
+
+}  // namespace gpushare::interpose

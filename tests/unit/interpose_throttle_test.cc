@@ -1,0 +1,87 @@
+// The compute actuator's decisions (throttle_logic.h), without a driver.
+#include <catch2/catch.hpp>
+
+#include "interpose/throttle_logic.h"
+
+using namespace gpushare::interpose;
+
+namespace {
+constexpr std::uint64_t kMs = 1'000'000;
+
+// Launches as fast as the decisions allow over `duration`, sleeping when
+// told to and finishing each tracked launch `gpu_ns` after it started.
+int launches_in(ThrottleLimits limits, std::uint64_t duration, std::uint64_t gpu_ns = 0) {
+  ThrottleState state;
+  std::uint64_t now = 1;
+  int count = 0;
+  while (now < duration) {
+    ThrottleDecision d = throttle_decide(&state, limits, now);
+    if (d.wait == ThrottleWait::kSleep) {
+      CHECK(d.sleep_ns <= kMaxSleepNs);
+      now += d.sleep_ns;
+    } else if (d.wait == ThrottleWait::kOldest) {
+      now += gpu_ns;
+      throttle_finished(&state, gpu_ns);
+    } else {
+      throttle_launched(&state, limits, gpu_ns > 0);
+      ++count;
+      now += 1000;
+    }
+  }
+  return count;
+}
+}  // namespace
+
+TEST_CASE("throttle passes everything without limits") {
+  ThrottleLimits none;
+  CHECK_FALSE(none.any());
+  ThrottleState state;
+  CHECK(throttle_decide(&state, none, 5).wait == ThrottleWait::kNone);
+}
+
+TEST_CASE("throttle launch budget holds its rate") {
+  ThrottleLimits limits;
+  limits.launch_budget = 10;
+  limits.launch_window_ns = 20 * kMs;
+  int n = launches_in(limits, 1000 * kMs);  // 500 per second
+  CHECK(n >= 495);
+  CHECK(n <= 512);  // the rate plus one initial burst
+}
+
+TEST_CASE("throttle budget of zero holds every launch and a cut is immediate") {
+  ThrottleLimits limits;
+  limits.launch_budget = 1000;
+  limits.launch_window_ns = 20 * kMs;
+  ThrottleState state;
+  CHECK(throttle_decide(&state, limits, 1).wait == ThrottleWait::kNone);
+  limits.launch_budget = 0;
+  ThrottleDecision d = throttle_decide(&state, limits, 2);
+  CHECK(d.wait == ThrottleWait::kSleep);
+  CHECK(d.sleep_ns == kMaxSleepNs);
+  limits.launch_budget = 1;  // a cut from 1000 tokens to 1 launch
+  throttle_launched(&state, limits, false);
+  CHECK(throttle_decide(&state, limits, 3).wait == ThrottleWait::kSleep);
+}
+
+TEST_CASE("throttle queued bound waits for the oldest launch") {
+  ThrottleLimits limits;
+  limits.max_queued = 2;
+  ThrottleState state;
+  throttle_launched(&state, limits, true);
+  throttle_launched(&state, limits, true);
+  CHECK(throttle_decide(&state, limits, 10).wait == ThrottleWait::kOldest);
+  throttle_finished(&state, 0);
+  CHECK(throttle_decide(&state, limits, 11).wait == ThrottleWait::kNone);
+  limits.max_queued = 0;  // never "nothing at all": one may be queued
+  CHECK(queue_bound(limits) == 1);
+}
+
+TEST_CASE("throttle compute cap holds the share of GPU time") {
+  ThrottleLimits limits;
+  limits.compute_cap_ppm = 300000;  // 30%
+  std::uint64_t gpu = 5 * kMs;
+  int n = launches_in(limits, 10'000 * kMs, gpu);
+  double share = static_cast<double>(n) * static_cast<double>(gpu) / (10'000.0 * kMs);
+  CHECK(share == Approx(0.30).margin(0.02));
+  CHECK(queue_bound(limits) == kCapQueue);
+}
