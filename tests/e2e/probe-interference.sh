@@ -5,7 +5,8 @@
 # time-slices between processes, two busy jobs each get a share of their
 # solo speed, and the shares add up to about one device. (QoS numbers are
 # whatever the coordinator's controller does at the time: only their
-# shape is checked here.)
+# shape is checked here; in a 1 s run the controller may hold the
+# opportunistic job at its floor the whole time, so its speed may be 0.)
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 w="$libexec/gpushare-workload"
@@ -30,7 +31,9 @@ jq -e -s '.[2] | .setting == "uncontrolled" and .qos == ["production", "producti
   and ((.slowdown[0] * .relative_speed[0]) - 1 | fabs) < 0.01' "$scratch/out" >/dev/null ||
   { jq -c '.[2]' -s "$scratch/out"; fail "the uncontrolled pair does not share the device"; }
 jq -e -s '(.[3:5] | all(.[]; .setting == "qos" and .qos == ["production", "opportunistic"]
-  and .opportunistic_share == .relative_speed[1] and all(.relative_speed[]; . > 0 and . < 1.05)))
+  and .opportunistic_share == .relative_speed[1]
+  and .relative_speed[0] > 0 and .relative_speed[0] < 1.05
+  and (.relative_speed[1] == null or (.relative_speed[1] >= 0 and .relative_speed[1] < 1.05))))
   and .[3].jobs == ["j1", "j2"] and .[4].jobs == ["j2", "j1"]' "$scratch/out" >/dev/null ||
   fail "the QoS pairs are not both ways round"
 
