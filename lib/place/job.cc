@@ -120,26 +120,66 @@ std::optional<JobId> job_id_of(const json& record) {
 
 std::string quoted(const JobId& id) { return id.number ? id.text : "'" + id.text + "'"; }
 
+namespace {
+
+/// The job's id, or an error saying what is wrong with it.
+Result<JobId> required_id(const json& record) {
+  auto id = record.find("id");
+  if (id == record.end()) return make_error("the job has no 'id'");
+  std::optional<JobId> parsed_id = job_id_of(record);
+  if (parsed_id) return std::move(*parsed_id);
+  if (id->is_string()) {
+    const std::string& text = id->get_ref<const std::string&>();
+    if (std::optional<std::size_t> at = control_character(text)) {
+      return field_error("id", control_character_message(text, *at) + " (got " + id->dump() + ")");
+    }
+  }
+  return field_error("id", "must be a non-empty string or an integer (got " + id->dump() + ")");
+}
+
+Result<std::int64_t> read_gpus(const json& value) {
+  if (!value.is_number_integer() &&
+      !(value.is_number_float() && value.get<double>() == std::floor(value.get<double>()))) {
+    return field_error("gpus", "must be a whole number (got " + value.dump() + ")");
+  }
+  double gpus = value.get<double>();
+  if (gpus < 1) return field_error("gpus", "must be at least 1 (got " + value.dump() + ")");
+  if (gpus > 1e9) return field_error("gpus", "is too large (got " + value.dump() + ")");
+  return static_cast<std::int64_t>(gpus);
+}
+
+Result<ClassHint> read_class(const json& value) {
+  if (!value.is_string()) return field_error("class", "must be a string, not " + json_type(value));
+  const std::string& text = value.get_ref<const std::string&>();
+  if (text == "production") return ClassHint::kProduction;
+  if (text == "opportunistic") return ClassHint::kOpportunistic;
+  if (text == "auto") return ClassHint::kAuto;
+  return field_error(
+      "class", "must be \"production\", \"opportunistic\" or \"auto\" (got " + value.dump() + ")");
+}
+
+/// Memory: a request, or a profile's peak (gpushare-probe) in its place.
+Result<std::uint64_t> read_mem(const json& record) {
+  auto mem = record.find("mem_bytes");
+  std::string field = "mem_bytes";
+  if (mem == record.end()) {
+    mem = record.find("peak_mem_bytes");
+    field = "peak_mem_bytes";
+  }
+  if (mem == record.end()) return std::uint64_t{0};
+  return get_bytes(*mem, field);
+}
+
+}  // namespace
+
 Result<Job> job_from_json(const json& record) {
   if (!record.is_object()) {
     return make_error("a job must be a JSON object, not " + json_type(record));
   }
   Job job;
-  auto id = record.find("id");
-  if (id == record.end()) return make_error("the job has no 'id'");
-  std::optional<JobId> parsed_id = job_id_of(record);
-  if (!parsed_id) {
-    if (id->is_string()) {
-      const std::string& text = id->get_ref<const std::string&>();
-      if (std::optional<std::size_t> at = control_character(text)) {
-        return field_error("id",
-                           control_character_message(text, *at) + " (got " + id->dump() + ")");
-      }
-    }
-    return field_error("id", "must be a non-empty string or an integer (got " + id->dump() + ")");
-  }
-  job.id = std::move(*parsed_id);
-
+  Result<JobId> id = required_id(record);
+  if (!id) return id.error();
+  job.id = std::move(*id);
   if (auto it = record.find("kind"); it != record.end() && !it->is_string()) {
     return field_error("kind", "must be a string, not " + json_type(*it));
   }
@@ -149,40 +189,17 @@ Result<Job> job_from_json(const json& record) {
     job.tenant = std::move(*tenant);
   }
   if (auto it = record.find("gpus"); it != record.end()) {
-    if (!it->is_number_integer() &&
-        !(it->is_number_float() && it->get<double>() == std::floor(it->get<double>()))) {
-      return field_error("gpus", "must be a whole number (got " + it->dump() + ")");
-    }
-    double gpus = it->get<double>();
-    if (gpus < 1) return field_error("gpus", "must be at least 1 (got " + it->dump() + ")");
-    if (gpus > 1e9) return field_error("gpus", "is too large (got " + it->dump() + ")");
-    job.gpus = static_cast<std::int64_t>(gpus);
+    Result<std::int64_t> gpus = read_gpus(*it);
+    if (!gpus) return gpus.error();
+    job.gpus = *gpus;
   }
-  // A profile from gpushare-probe carries its peak instead of a request.
-  auto mem = record.find("mem_bytes");
-  std::string mem_field = "mem_bytes";
-  if (mem == record.end()) {
-    mem = record.find("peak_mem_bytes");
-    mem_field = "peak_mem_bytes";
-  }
-  if (mem != record.end()) {
-    Result<std::uint64_t> bytes = get_bytes(*mem, mem_field);
-    if (!bytes) return bytes.error();
-    job.mem_bytes = *bytes;
-  }
+  Result<std::uint64_t> mem = read_mem(record);
+  if (!mem) return mem.error();
+  job.mem_bytes = *mem;
   if (auto it = record.find("class"); it != record.end()) {
-    if (!it->is_string()) return field_error("class", "must be a string, not " + json_type(*it));
-    const std::string& text = it->get_ref<const std::string&>();
-    if (text == "production") {
-      job.hint = ClassHint::kProduction;
-    } else if (text == "opportunistic") {
-      job.hint = ClassHint::kOpportunistic;
-    } else if (text == "auto") {
-      job.hint = ClassHint::kAuto;
-    } else {
-      return field_error("class", "must be \"production\", \"opportunistic\" or \"auto\" (got " +
-                                      it->dump() + ")");
-    }
+    Result<ClassHint> hint = read_class(*it);
+    if (!hint) return hint.error();
+    job.hint = *hint;
   }
   if (auto it = record.find("util"); it != record.end()) {
     Result<double> util = get_number(*it, "util", 0.0, 1.0);
@@ -194,15 +211,13 @@ Result<Job> job_from_json(const json& record) {
     if (!queued) return queued.error();
     job.queued_s = *queued;
   }
-  if (auto it = record.find("node_order"); it != record.end()) {
-    Result<Order> order = get_order(*it, "node_order");
-    if (!order) return order.error();
-    job.node_order = *order;
-  }
-  if (auto it = record.find("gpu_order"); it != record.end()) {
-    Result<Order> order = get_order(*it, "gpu_order");
-    if (!order) return order.error();
-    job.gpu_order = *order;
+  for (auto [key, order] :
+       {std::pair{"node_order", &job.node_order}, std::pair{"gpu_order", &job.gpu_order}}) {
+    if (auto it = record.find(key); it != record.end()) {
+      Result<Order> parsed = get_order(*it, key);
+      if (!parsed) return parsed.error();
+      *order = *parsed;
+    }
   }
   return job;
 }
