@@ -37,7 +37,6 @@ const char* read_stat_fields(std::int32_t pid, char* buffer, std::size_t size) {
   return close_paren + 2;  // field 3, the state letter
 }
 
-
 void init_mutex(pthread_mutex_t* mutex) {
   pthread_mutexattr_t attributes;
   pthread_mutexattr_init(&attributes);
@@ -265,19 +264,17 @@ static bool prepare_private_directory(const char* path, char* error, std::size_t
   return true;
 }
 
-bool StateFile::open(const SimConfig& config, char* error, std::size_t error_bytes) {
-  close();
-  std::snprintf(path_, sizeof path_, "%s", config.state_path);
-  if (config.state_in_private_directory && !prepare_private_directory(path_, error, error_bytes)) {
-    return false;
-  }
-  // Never through a link, and only a file of this user's (or root's) that
-  // nobody else may write: another user's file could be truncated under us.
-  int fd = ::open(path_, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0600);
+namespace {
+
+// Never through a link, and only a file of this user's (or root's) that
+// nobody else may write: another user's file could be truncated under us.
+// The descriptor, or -1 with `error` set.
+int open_own_file(const char* path, char* error, std::size_t error_bytes) {
+  int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    set_error(error, error_bytes, "cannot open the simulated GPU state file %s: %s", path_,
+    set_error(error, error_bytes, "cannot open the simulated GPU state file %s: %s", path,
               errno == ELOOP ? "it is a symbolic link" : std::strerror(errno));
-    return false;
+    return -1;
   }
   struct stat owner;
   if (fstat(fd, &owner) == 0 &&
@@ -288,74 +285,99 @@ bool StateFile::open(const SimConfig& config, char* error, std::size_t error_byt
     set_error(error, error_bytes,
               "refusing the simulated GPU state file %s (%s): it must be this user's and "
               "writable by no one else",
-              path_, detail);
+              path, detail);
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// An empty file: sized, mapped and initialised from `config`.
+void* map_new_state(int fd, const char* path, const SimConfig& config, char* error,
+                    std::size_t error_bytes) {
+  if (ftruncate(fd, sizeof(StateLayout)) != 0) {
+    set_error(error, error_bytes, "cannot size the state file %s: %s", path, std::strerror(errno));
+    return MAP_FAILED;
+  }
+  void* mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) {
+    set_error(error, error_bytes, "cannot map %s: %s", path, std::strerror(errno));
+    return MAP_FAILED;
+  }
+  initialise_layout(static_cast<StateLayout*>(mapping), config);
+  return mapping;
+}
+
+// A file that should already be ours: its header, size and layout checked
+// before and after mapping; anything else is refused with what to do.
+void* map_existing_state(int fd, const char* path, off_t size, char* error,
+                         std::size_t error_bytes) {
+  StateHeader header;
+  std::memset(&header, 0, sizeof header);
+  ssize_t got = pread(fd, &header, sizeof header, 0);
+  char detail[160];
+  if (got != static_cast<ssize_t>(sizeof header) ||
+      std::memcmp(header.magic, kStateMagic, sizeof kStateMagic) != 0) {
+    set_error(error, error_bytes,
+              "%s is not a gpushare simulated GPU state file%s (remove it, or point "
+              "GPUSHARE_SIM_STATE elsewhere)",
+              path, "");
+    return MAP_FAILED;
+  }
+  if (header.layout_version != kStateLayoutVersion) {
+    std::snprintf(detail, sizeof detail, "%u, but this simulator reads version %u",
+                  header.layout_version, kStateLayoutVersion);
+    set_error(error, error_bytes,
+              "%s has state layout version %s; remove it once no process uses it", path, detail);
+    return MAP_FAILED;
+  }
+  if (header.layout_bytes != sizeof(StateLayout) ||
+      size != static_cast<off_t>(sizeof(StateLayout))) {
+    std::snprintf(detail, sizeof detail, "%lld bytes, expected %zu", static_cast<long long>(size),
+                  sizeof(StateLayout));
+    set_error(error, error_bytes, "%s is truncated or corrupt (%s); remove it", path, detail);
+    return MAP_FAILED;
+  }
+  void* mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) {
+    set_error(error, error_bytes, "cannot map %s: %s", path, std::strerror(errno));
+    return MAP_FAILED;
+  }
+  if (!validate_layout(static_cast<StateLayout*>(mapping), detail, sizeof detail)) {
+    set_error(error, error_bytes, "%s: %s; remove it", path, detail);
+    munmap(mapping, sizeof(StateLayout));
+    return MAP_FAILED;
+  }
+  return mapping;
+}
+
+}  // namespace
+
+bool StateFile::open(const SimConfig& config, char* error, std::size_t error_bytes) {
+  close();
+  std::snprintf(path_, sizeof path_, "%s", config.state_path);
+  if (config.state_in_private_directory && !prepare_private_directory(path_, error, error_bytes)) {
     return false;
   }
+  int fd = open_own_file(path_, error, error_bytes);
+  if (fd < 0) return false;
   // The creator initialises under an exclusive flock; others wait for it.
   while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
   }
   struct stat info;
-  bool ok = fstat(fd, &info) == 0;
   void* mapping = MAP_FAILED;
-  if (!ok) {
+  if (fstat(fd, &info) != 0) {
     set_error(error, error_bytes, "cannot stat %s: %s", path_, std::strerror(errno));
   } else if (!S_ISREG(info.st_mode)) {
     set_error(error, error_bytes, "%s is not a regular file, so not a simulated GPU state file%s",
               path_, "");
-    ok = false;
   } else if (info.st_size == 0) {
-    if (ftruncate(fd, sizeof(StateLayout)) != 0) {
-      set_error(error, error_bytes, "cannot size the state file %s: %s", path_,
-                std::strerror(errno));
-      ok = false;
-    } else {
-      mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (mapping == MAP_FAILED) {
-        set_error(error, error_bytes, "cannot map %s: %s", path_, std::strerror(errno));
-        ok = false;
-      } else {
-        initialise_layout(static_cast<StateLayout*>(mapping), config);
-      }
-    }
+    mapping = map_new_state(fd, path_, config, error, error_bytes);
   } else {
-    StateHeader header;
-    std::memset(&header, 0, sizeof header);
-    ssize_t got = pread(fd, &header, sizeof header, 0);
-    char detail[160];
-    if (got != static_cast<ssize_t>(sizeof header) ||
-        std::memcmp(header.magic, kStateMagic, sizeof kStateMagic) != 0) {
-      set_error(error, error_bytes,
-                "%s is not a gpushare simulated GPU state file%s (remove it, or point "
-                "GPUSHARE_SIM_STATE elsewhere)",
-                path_, "");
-      ok = false;
-    } else if (header.layout_version != kStateLayoutVersion) {
-      std::snprintf(detail, sizeof detail, "%u, but this simulator reads version %u",
-                    header.layout_version, kStateLayoutVersion);
-      set_error(error, error_bytes,
-                "%s has state layout version %s; remove it once no process uses it", path_, detail);
-      ok = false;
-    } else if (header.layout_bytes != sizeof(StateLayout) ||
-               info.st_size != static_cast<off_t>(sizeof(StateLayout))) {
-      std::snprintf(detail, sizeof detail, "%lld bytes, expected %zu",
-                    static_cast<long long>(info.st_size), sizeof(StateLayout));
-      set_error(error, error_bytes, "%s is truncated or corrupt (%s); remove it", path_, detail);
-      ok = false;
-    } else {
-      mapping = mmap(nullptr, sizeof(StateLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (mapping == MAP_FAILED) {
-        set_error(error, error_bytes, "cannot map %s: %s", path_, std::strerror(errno));
-        ok = false;
-      } else if (!validate_layout(static_cast<StateLayout*>(mapping), detail, sizeof detail)) {
-        set_error(error, error_bytes, "%s: %s; remove it", path_, detail);
-        ok = false;
-      }
-    }
+    mapping = map_existing_state(fd, path_, info.st_size, error, error_bytes);
   }
   flock(fd, LOCK_UN);
-  if (!ok) {
-    if (mapping != MAP_FAILED) munmap(mapping, sizeof(StateLayout));
+  if (mapping == MAP_FAILED) {
     ::close(fd);
     return false;
   }
