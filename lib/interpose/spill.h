@@ -1,0 +1,53 @@
+// Elastic memory on the job's side (issue 11, design decision 6).
+//
+// An opportunistic job's cuMemAlloc family (plain, pitch, legacy; the
+// stream-ordered pools keep device memory, see hooks_pool.cc) is backed by
+// managed memory advised to prefer the job's device: the program gets a
+// device pointer that works everywhere a device pointer does, and the
+// memory can move to the host without the program noticing (only its
+// kernels slow down). Arrays, textures, VMM and IPC-exported memory stay
+// device memory: the driver cannot manage them.
+//
+// The coordinator writes a device-resident target per device into the
+// job's limits page; the client thread calls spill_tick() every tick, which
+// moves whole allocations toward the target: to the host (advice: prefer
+// the CPU; prefetch to the CPU; wait for it) while the job keeps more on
+// the device than its target, back to the device (advice: prefer the
+// device; prefetch to it) while an allocation fits under the target again.
+// Nothing is freed; a migration is ordered after the work already queued on
+// the context's legacy stream, and managed memory stays coherent for work on
+// other streams (on a real GPU its pages fault across; the simulator slows
+// such kernels down instead). Largest allocations move first, so few
+// migrations meet a target.
+//
+// The per-device resident counters (g_counters.device_resident_bytes,
+// host_resident_bytes) say where the interposer put the memory; memory the
+// driver evicted on its own is not seen.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+
+#include "interpose/accounting.h"
+
+namespace gpushare::interpose {
+
+/// Whether this job's device allocations are backed by managed memory:
+/// opportunistic, not disabled (GPUSHARE_SPILL=off), and the driver has
+/// managed memory, advice and prefetch.
+bool managed_backing();
+
+/// Allocates `bytes` of managed memory preferring `device`, as a device
+/// allocation would be; on success counts it device-resident (the caller
+/// records it with `spillable` set).
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device);
+
+/// Takes a freed record out of the resident counters (no-op unless spillable).
+void spill_forget(const AllocationRecord& record);
+
+/// One tick of the client thread: moves memory toward each device's
+/// target. Not reentrant (the client thread is its only caller).
+void spill_tick();
+
+}  // namespace gpushare::interpose
