@@ -2,6 +2,8 @@
 // (the algorithm is in spill.h).
 #include "interpose/spill.h"
 
+#include <time.h>
+
 #include "coord/client/client.h"
 #include "interpose/log.h"
 #include "interpose/runtime.h"
@@ -132,6 +134,33 @@ void spill_forget(const AllocationRecord& record) {
   take(record.on_host != 0 ? g_counters.host_resident_bytes[record.device]
                            : g_counters.device_resident_bytes[record.device],
        record.bytes);
+}
+
+bool may_wait_for_room(int device) {
+  return g_runtime.settings.qos == QosClass::kProduction && device >= 0 && device < kMaxDevices &&
+         coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
+}
+
+void request_room(int device, std::uint64_t bytes, bool wanted) {
+  if (wanted) {
+    g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    take(g_counters.mem_request_bytes[device], bytes);
+  }
+}
+
+std::uint64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+bool wait_for_room_step(std::uint64_t deadline_ns) {
+  if (monotonic_ns() >= deadline_ns) return false;
+  timespec step{0, 1000000};
+  nanosleep(&step, nullptr);
+  return true;
 }
 
 void spill_tick() {

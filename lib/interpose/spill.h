@@ -46,6 +46,21 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
 
+/// A production job's allocation that the driver refused for want of room:
+/// whether to ask the coordinator for room (production, registered, on a
+/// valid device) and wait for opportunistic memory to leave.
+bool may_wait_for_room(int device);
+/// Publishes `bytes` as wanted on `device` (the arbiter counts it as
+/// production's) or withdraws it.
+void request_room(int device, std::uint64_t bytes, bool wanted);
+/// Waits one step (1 ms) for room; false once `deadline_ns` (CLOCK_MONOTONIC)
+/// has passed.
+bool wait_for_room_step(std::uint64_t deadline_ns);
+/// CLOCK_MONOTONIC in ns, and how long a production allocation waits for a
+/// spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s).
+std::uint64_t monotonic_ns();
+inline constexpr std::uint64_t kRoomWaitNs = 2'000'000'000;
+
 /// One tick of the client thread: moves memory toward each device's
 /// target. Not reentrant (the client thread is its only caller).
 void spill_tick();
