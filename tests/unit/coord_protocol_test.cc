@@ -195,7 +195,9 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "compute_cap_pct",
                                              "gpu_share_limit_pct",
                                              "compute_phase",
-                                             "devices"};
+                                             "devices",
+                                             "mem_device_resident_bytes",
+                                             "mem_host_resident_bytes"};
   CHECK(keys == expected);
   CHECK(record["device"] == "GPU-a");
   CHECK(record["mem_used_bytes"] == 400);
