@@ -36,8 +36,11 @@ ArbiterJob input_of(const Job& job, int index) {
     in.pinned_bytes = used > in.managed_bytes ? used - in.managed_bytes : 0;
     in.mem_limit = job.block->mem_limit(index);
   } else {
-    in.held_bytes = used;
+    // The job reserves an allocation's bytes before it asks the driver, so
+    // a waiting request is already in what it holds.
     in.request_bytes = t.mem_request_bytes[index].load(std::memory_order_relaxed);
+    in.request_bytes = std::min(in.request_bytes, used);
+    in.held_bytes = used - in.request_bytes;
   }
   return in;
 }
