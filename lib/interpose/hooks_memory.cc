@@ -41,7 +41,7 @@ CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, b
                              bool spillable = false) {
   if (!valid_device(device)) return allocate();  // no device known: the driver decides
   DeviceBudget& budget = g_runtime.devices[device].budget;
-  std::uint64_t limit = effective_limit(device);
+  std::uint64_t limit = spillable ? spillable_limit(device) : effective_limit(device);
   if (!budget.try_reserve(bytes, limit)) {
     GS_INFO("%s(%llu bytes) refused on device %d: holds %llu of %llu bytes", api,
             static_cast<unsigned long long>(bytes), device,

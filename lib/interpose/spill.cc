@@ -129,6 +129,12 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
   return CUDA_SUCCESS;
 }
 
+std::uint64_t spillable_limit(int device) {
+  std::uint64_t start = g_runtime.devices[device].start_limit, now = effective_limit(device);
+  if (start == coord::kNoLimit || now == coord::kNoLimit) return coord::kNoLimit;
+  return start > now ? start : now;
+}
+
 void spill_forget(const AllocationRecord& record) {
   if (record.spillable == 0 || record.device < 0 || record.device >= kMaxDevices) return;
   take(record.on_host != 0 ? g_counters.host_resident_bytes[record.device]

@@ -43,6 +43,13 @@ bool managed_backing();
 /// records it with `spillable` set).
 CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device);
 
+/// The limit a managed-backed allocation is checked against: the larger of
+/// the job's starting limit and the coordinator's (kNoLimit when either is
+/// none). A coordinator limit below the starting one lowers the job's
+/// device residency (the arbiter caps its target) instead of failing its
+/// allocations.
+std::uint64_t spillable_limit(int device);
+
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
 
