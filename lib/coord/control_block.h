@@ -67,8 +67,9 @@
 //   device_resident_bytes, host_resident_bytes (telemetry, after `devices`)
 //       where the job's managed-backed memory is now, as its interposer
 //       moved it (memory the driver evicted on its own is not seen).
-//   mem_request_bytes (telemetry)  a production allocation waiting for room
-//       on the device (0: none), which the arbiter counts as production's.
+//   mem_request_bytes (telemetry)  room a production job waits for beyond
+//       what mem_used_bytes already holds (a new context's expected size;
+//       an allocation's bytes are reserved, so already counted); 0: none.
 //
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then

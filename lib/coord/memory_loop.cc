@@ -36,11 +36,10 @@ ArbiterJob input_of(const Job& job, int index) {
     in.pinned_bytes = used > in.managed_bytes ? used - in.managed_bytes : 0;
     in.mem_limit = job.block->mem_limit(index);
   } else {
-    // The job reserves an allocation's bytes before it asks the driver, so
-    // a waiting request is already in what it holds.
+    // A waiting allocation's bytes are reserved, so already in `used`; a
+    // request names only what is not (a new context's expected size).
+    in.held_bytes = used;
     in.request_bytes = t.mem_request_bytes[index].load(std::memory_order_relaxed);
-    in.request_bytes = std::min(in.request_bytes, used);
-    in.held_bytes = used - in.request_bytes;
   }
   return in;
 }

@@ -49,14 +49,10 @@ CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, b
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUresult result = allocate();
-  if (result == CUDA_ERROR_OUT_OF_MEMORY && !spillable && may_wait_for_room(device)) {
-    // Within its limit but the device is full: opportunistic jobs may hold
-    // the room; ask the coordinator and retry while they spill (spill.h).
-    request_room(device, bytes, true);
-    std::uint64_t deadline = monotonic_ns() + kRoomWaitNs;
-    while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(deadline)) result = allocate();
-    request_room(device, bytes, false);
-  }
+  // Within its limit but the device is full: opportunistic jobs may hold
+  // the room; the reserved bytes tell the coordinator, and the allocation
+  // is retried while they spill (spill.h).
+  if (!spillable) result = wait_for_room(device, 0, result, allocate);
   if (result != CUDA_SUCCESS) {
     budget.release(bytes);
     return result;

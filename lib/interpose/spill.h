@@ -28,6 +28,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "interpose/accounting.h"
 
@@ -67,6 +68,22 @@ bool wait_for_room_step(std::uint64_t deadline_ns);
 /// spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s).
 std::uint64_t monotonic_ns();
 inline constexpr std::uint64_t kRoomWaitNs = 2'000'000'000;
+/// What a new context is asked room for when no context was measured yet.
+inline constexpr std::uint64_t kContextRoomGuess = 512ull << 20;
+
+/// After `allocate` returned `result`: when the driver refused a production
+/// job's allocation for want of room, publishes `unreserved` (bytes not
+/// already charged to the job's budget, which the coordinator sees anyway)
+/// as wanted, retries while opportunistic memory spills, and withdraws it.
+template <class Allocate>
+CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Allocate allocate) {
+  if (result != CUDA_ERROR_OUT_OF_MEMORY || !may_wait_for_room(device)) return result;
+  request_room(device, unreserved, true);
+  std::uint64_t deadline = monotonic_ns() + kRoomWaitNs;
+  while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(deadline)) result = allocate();
+  request_room(device, unreserved, false);
+  return result;
+}
 
 /// One tick of the client thread: moves memory toward each device's
 /// target. Not reentrant (the client thread is its only caller).
