@@ -55,6 +55,22 @@
 // (only while throttled or capped), `throttle_wait_ns` the time its launches
 // waited for budget or for queued work.
 //
+// Elastic memory (layout version 3), issue 11. An opportunistic job's
+// cuMemAlloc family is backed by managed memory preferring its GPU, so it
+// can live on the host. Per device:
+//   device_resident_target (limits page, after `devices`)  the most bytes
+//       of the job's managed memory that may stay on the device; kNoLimit:
+//       no target (all of it may come back). The coordinator's memory
+//       arbiter (memory_arbiter.h) sets it and bumps `generation`; the job's
+//       client thread polls it every tick and moves memory to the host (or
+//       back) by advice and prefetch, never by freeing anything.
+//   device_resident_bytes, host_resident_bytes (telemetry, after `devices`)
+//       where the job's managed-backed memory is now, as its interposer
+//       moved it (memory the driver evicted on its own is not seen).
+//   mem_request_bytes (telemetry)  room a production job waits for beyond
+//       what mem_used_bytes already holds (a new context's expected size;
+//       an allocation's bytes are reserved, so already counted); 0: none.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -73,7 +89,7 @@ inline constexpr std::uint64_t kNoLimit = UINT64_MAX;
 
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 /// Values of LimitsPage::qos.
@@ -101,6 +117,7 @@ struct LimitsPage {
   std::atomic<std::uint64_t> generation;  ///< bumped after every change, for observers
   std::atomic<std::uint64_t> reserved[8];
   DeviceLimits devices[kMaxDevices];
+  std::atomic<std::uint64_t> device_resident_target[kMaxDevices];  ///< layout 3
 };
 
 /// Per-device usage, written by the job.
@@ -122,6 +139,9 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> throttle_wait_ns;   ///< time launches waited for the throttle
   std::atomic<std::uint64_t> reserved[7];
   DeviceTelemetry devices[kMaxDevices];
+  std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];  ///< layout 3
+  std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];    ///< layout 3
+  std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];      ///< layout 3
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

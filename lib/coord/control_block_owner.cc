@@ -65,6 +65,7 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
     d.launch_window_ns.store(0);
     d.max_queued.store(kNoLimit);
     d.compute_cap_ppm.store(kNoLimit);
+    page.device_resident_target[i].store(kNoLimit);
   }
   page.throttle.store(0);
   block->telemetry_->magic = kTelemetryMagic;
@@ -101,6 +102,16 @@ std::uint64_t ControlBlock::mem_limit(int device) const {
 
 void ControlBlock::set_mem_limit(int device, std::uint64_t bytes) {
   limits_->devices[device].mem_limit_bytes.store(bytes, std::memory_order_release);
+  bump();
+}
+
+std::uint64_t ControlBlock::device_resident_target(int device) const {
+  return limits_->device_resident_target[device].load(std::memory_order_relaxed);
+}
+
+void ControlBlock::set_device_resident_target(int device, std::uint64_t bytes) {
+  if (limits_->device_resident_target[device].load(std::memory_order_relaxed) == bytes) return;
+  limits_->device_resident_target[device].store(bytes, std::memory_order_release);
   bump();
 }
 

@@ -49,6 +49,10 @@ class ControlBlock {
   void set_compute(int device, const ComputeLimits& limits);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
+  /// The most managed bytes the job may keep on a device (issue 11);
+  /// kNoLimit: no target. A no-op when unchanged.
+  std::uint64_t device_resident_target(int device) const;
+  void set_device_resident_target(int device, std::uint64_t bytes);
 
   /// What the job last wrote. Values are the job's own claims: untrusted,
   /// shown as they are.

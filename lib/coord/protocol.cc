@@ -393,9 +393,21 @@ ordered_json job_record(const JobView& job) {
                        {"mem_total_bytes", d.mem_total_bytes},
                        {"mem_used_bytes", d.mem_used_bytes},
                        {"mem_limit_bytes", limit_json(d.mem_limit_bytes)},
-                       {"start_limit_bytes", limit_json(d.start_limit_bytes)}});
+                       {"start_limit_bytes", limit_json(d.start_limit_bytes)},
+                       {"device_resident_bytes", d.device_resident_bytes},
+                       {"host_resident_bytes", d.host_resident_bytes},
+                       {"device_resident_target", limit_json(d.device_resident_target)}});
   }
   record["devices"] = std::move(devices);
+  {  // issue 11: the job's managed-backed memory, summed over its devices
+    std::uint64_t on_device = 0, on_host = 0;
+    for (const JobDeviceView& d : job.devices) {
+      on_device = saturating_add(on_device, d.device_resident_bytes);
+      on_host = saturating_add(on_host, d.host_resident_bytes);
+    }
+    record["mem_device_resident_bytes"] = on_device;
+    record["mem_host_resident_bytes"] = on_host;
+  }
   if (job.violation) {
     record["violation"] = {{"device", job.violation->device},
                            {"observed_bytes", job.violation->observed_bytes},

@@ -92,6 +92,11 @@ struct JobDeviceView {
   std::uint64_t mem_used_bytes = 0;
   std::uint64_t mem_limit_bytes = kNoLimit;
   std::uint64_t start_limit_bytes = kNoLimit;
+  /// Issue 11: where an opportunistic job's managed-backed memory is (0 for
+  /// production), and the arbiter's target (kNoLimit: none).
+  std::uint64_t device_resident_bytes = 0;
+  std::uint64_t host_resident_bytes = 0;
+  std::uint64_t device_resident_target = kNoLimit;
 };
 /// A job that holds more than its limit, as the coordinator sees it from
 /// outside the job (enforcement.h).

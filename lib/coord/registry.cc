@@ -202,6 +202,12 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     device.mem_used_bytes = telemetry.devices[i].mem_used_bytes.load(std::memory_order_relaxed);
     device.mem_limit_bytes = block.mem_limit(static_cast<int>(i));
     device.start_limit_bytes = job.devices[i].requested_limit_bytes;
+    if (i < static_cast<std::size_t>(kMaxDevices)) {  // issue 11
+      device.device_resident_bytes =
+          telemetry.device_resident_bytes[i].load(std::memory_order_relaxed);
+      device.host_resident_bytes = telemetry.host_resident_bytes[i].load(std::memory_order_relaxed);
+      device.device_resident_target = block.device_resident_target(static_cast<int>(i));
+    }
     view.devices.push_back(std::move(device));
   }
   return view;

@@ -20,6 +20,7 @@
 
 #include "common/units.h"
 #include "coord/compute_loop.h"
+#include "coord/memory_loop.h"
 #include "coord/decisions.h"
 #include "coord/line_buffer.h"
 #include "coord/listener.h"
@@ -733,6 +734,7 @@ Result<StopReason> Server::run() {
         ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
+        memory_tick(s.registry);  // issue 11: opportunistic device residency
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);

@@ -175,6 +175,16 @@ bool AllocationTable::find(std::uint64_t key, AllocationRecord* record) {
   return true;
 }
 
+bool AllocationTable::set_on_host(std::uint64_t key, bool on_host, AllocationRecord* before) {
+  Lock lock(&mutex_);
+  if (capacity_ == 0 || key == 0) return false;
+  Slot& slot = slots_[index_of(key)];
+  if (slot.key == 0) return false;
+  *before = slot.record;
+  slot.record.on_host = on_host ? 1 : 0;
+  return true;
+}
+
 bool AllocationTable::erase(std::uint64_t key, AllocationRecord* record) {
   Lock lock(&mutex_);
   if (capacity_ == 0 || key == 0) return false;

@@ -88,6 +88,8 @@ struct AllocationRecord {
   std::uint64_t link = 0;        ///< a VMM mapping's handle; a pool allocation's pool
   std::uint32_t references = 0;  ///< a VMM handle: creations and retains not yet released
   std::uint32_t mappings = 0;    ///< a VMM handle: its live mappings
+  std::uint8_t spillable = 0;    ///< managed memory standing in for device memory (spill.h)
+  std::uint8_t on_host = 0;      ///< spillable and moved to the host by spill.cc
 };
 
 class AllocationTable {
@@ -106,6 +108,9 @@ class AllocationTable {
   /// zero the record is removed and *gone set. False when key is unknown.
   bool adjust(std::uint64_t key, int reference_delta, int mapping_delta, AllocationRecord* record,
               bool* gone);
+  /// Sets key's on_host flag and copies the record as it was before; false
+  /// when key is unknown (freed meanwhile: nothing changes).
+  bool set_on_host(std::uint64_t key, bool on_host, AllocationRecord* before);
   /// Sets the link of every record linked to `from` to `to`; returns the
   /// sum of their bytes.
   std::uint64_t relink(std::uint64_t from, std::uint64_t to);

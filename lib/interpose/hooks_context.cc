@@ -21,6 +21,7 @@
 
 #include "interpose/hooks.h"
 #include "interpose/log.h"
+#include "interpose/spill.h"
 
 using namespace gpushare::interpose;
 
@@ -116,6 +117,9 @@ CUresult create_context(CUdevice device, CUcontext* context, Create create) {
   if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   UsageProbe probe = usage_before(device);
   CUresult result = create();
+  // A context the device has no room for: ask for what it is expected to
+  // take (unreserved when never measured) while opportunistic memory spills.
+  result = wait_for_room(device, reserved != 0 ? 0 : kContextRoomGuess, result, create);
   unreserve_context(device, reserved);
   if (result == CUDA_SUCCESS && context != nullptr) charge_context(probe, *context);
   return result;

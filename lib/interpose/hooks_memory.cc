@@ -21,6 +21,7 @@
 #include "interpose/hooks.h"
 #include "interpose/log.h"
 #include "interpose/pools.h"
+#include "interpose/spill.h"
 
 using namespace gpushare::interpose;
 
@@ -36,10 +37,11 @@ bool valid_device(int device) {
 // driver; `key_of` names the new allocation afterwards.
 template <class Allocate, class Key>
 CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, bool with_context,
-                             AllocationTable& table, Allocate allocate, Key key_of) {
+                             AllocationTable& table, Allocate allocate, Key key_of,
+                             bool spillable = false) {
   if (!valid_device(device)) return allocate();  // no device known: the driver decides
   DeviceBudget& budget = g_runtime.devices[device].budget;
-  std::uint64_t limit = effective_limit(device);
+  std::uint64_t limit = spillable ? spillable_limit(device) : effective_limit(device);
   if (!budget.try_reserve(bytes, limit)) {
     GS_INFO("%s(%llu bytes) refused on device %d: holds %llu of %llu bytes", api,
             static_cast<unsigned long long>(bytes), device,
@@ -47,11 +49,16 @@ CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, b
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUresult result = allocate();
+  // Within its limit but the device is full: opportunistic jobs may hold
+  // the room; the reserved bytes tell the coordinator, and the allocation
+  // is retried while they spill (spill.h).
+  if (!spillable) result = wait_for_room(device, 0, result, allocate);
   if (result != CUDA_SUCCESS) {
     budget.release(bytes);
     return result;
   }
   AllocationRecord record{bytes, device, with_context ? current_context() : 0};
+  record.spillable = spillable ? 1 : 0;
   if (!table.insert(key_of(), record)) {
     GS_WARN("%s: cannot record an allocation; its bytes stay charged", api);
   }
@@ -97,6 +104,13 @@ std::uint64_t array_bytes(std::size_t width, std::size_t height, std::size_t dep
 CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   GS_REAL(cuMemAlloc_v2);
   if (disabled()) return real(dptr, bytesize);
+  if (int device = current_device();
+      valid_device(device) && dptr != nullptr && bytesize > 0 && managed_backing()) {
+    return charge_and_allocate(
+        "cuMemAlloc_v2", device, bytesize, true, g_runtime.allocations,
+        [&] { return allocate_managed_backed(dptr, bytesize, device); },
+        [&] { return static_cast<std::uint64_t>(*dptr); }, true);
+  }
   return charge_and_allocate(
       "cuMemAlloc_v2", current_device(), bytesize, true, g_runtime.allocations,
       [&] { return real(dptr, bytesize); }, [&] { return static_cast<std::uint64_t>(*dptr); });
@@ -116,6 +130,19 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
   GS_REAL(cuMemAllocPitch_v2);
   if (disabled()) return real(dptr, pitch, width, height, element_size);
   int device = current_device();
+  if (valid_device(device) && dptr != nullptr && pitch != nullptr && width > 0 && height > 0 &&
+      (element_size == 4 || element_size == 8 || element_size == 16) && managed_backing()) {
+    // Managed memory has no pitched form: the pitch is the width rounded up
+    // to 512 bytes, as the charge below estimates it.
+    std::size_t chosen = (width + 511) & ~static_cast<std::size_t>(511);
+    CUresult result = charge_and_allocate(
+        "cuMemAllocPitch_v2", device, static_cast<std::uint64_t>(chosen) * height, true,
+        g_runtime.allocations,
+        [&] { return allocate_managed_backed(dptr, chosen * height, device); },
+        [&] { return static_cast<std::uint64_t>(*dptr); }, true);
+    if (result == CUDA_SUCCESS) *pitch = chosen;
+    return result;
+  }
   std::uint64_t estimate = ((static_cast<std::uint64_t>(width) + 511) & ~511ull) * height;
   CUresult result = charge_and_allocate(
       "cuMemAllocPitch_v2", device, estimate, true, g_runtime.allocations,

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "interpose/runtime.h"
+#include "interpose/spill.h"
 
 namespace gpushare::interpose {
 
@@ -28,6 +29,7 @@ CUresult free_charged(std::uint64_t pointer, Free free_it) {
   } else if (record.device >= 0 &&
              record.device < g_runtime.device_count.load(std::memory_order_acquire)) {
     g_runtime.devices[record.device].budget.release(record.bytes);
+    spill_forget(record);
   }
   return result;
 }

@@ -12,8 +12,9 @@
 #include "interpose/log.h"
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
-#include "interpose/tree.h"
+#include "interpose/spill.h"
 #include "interpose/throttle.h"
+#include "interpose/tree.h"
 
 namespace gpushare::interpose {
 
@@ -68,6 +69,7 @@ void start_coordinator_client(int count) {
     job.devices[index].requested_limit_bytes = device.start_limit;
   }
   g_counters.launches_total = &launches_total;
+  g_counters.memory_tick = &spill_tick;
   coord::client_start(job, &g_counters);
 }
 
@@ -121,6 +123,12 @@ void load_driver() {
       reinterpret_cast<PFN_cuEventQuery_v2000>(real_dlsym(rt.libcuda, "cuEventQuery"));
   real.real_cuEventElapsedTime =
       reinterpret_cast<PFN_cuEventElapsedTime_v2000>(real_dlsym(rt.libcuda, "cuEventElapsedTime"));
+  real.real_cuMemAdvise =
+      reinterpret_cast<PFN_cuMemAdvise_v8000>(real_dlsym(rt.libcuda, "cuMemAdvise"));
+  real.real_cuMemPrefetchAsync =
+      reinterpret_cast<PFN_cuMemPrefetchAsync_v8000>(real_dlsym(rt.libcuda, "cuMemPrefetchAsync"));
+  real.real_cuCtxSetCurrent =
+      reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(real_dlsym(rt.libcuda, "cuCtxSetCurrent"));
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
   rt.driver_loaded.store(true, std::memory_order_release);
@@ -273,6 +281,7 @@ void release_record(const AllocationRecord& record) {
   if (record.device >= 0 && record.device < kMaxDevices) {
     g_runtime.devices[record.device].budget.release(record.bytes);
   }
+  spill_forget(record);
 }
 }  // namespace
 

@@ -44,6 +44,10 @@ struct RealDriver {
   PFN_cuEventRecord_v7000_ptsz real_cuEventRecord_ptsz = nullptr;
   PFN_cuEventQuery_v2000 real_cuEventQuery = nullptr;
   PFN_cuEventElapsedTime_v2000 real_cuEventElapsedTime = nullptr;
+  // Elastic memory (spill.cc).
+  PFN_cuMemAdvise_v8000 real_cuMemAdvise = nullptr;
+  PFN_cuMemPrefetchAsync_v8000 real_cuMemPrefetchAsync = nullptr;
+  PFN_cuCtxSetCurrent_v4000 real_cuCtxSetCurrent = nullptr;
 };
 
 struct Device {

@@ -70,6 +70,16 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
+  if (const char* spill = getenv("GPUSHARE_SPILL"); spill != nullptr && *spill != '\0') {
+    if (std::strcmp(spill, "on") == 0 || std::strcmp(spill, "off") == 0) {
+      settings->spill = std::strcmp(spill, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_SPILL '%s': expected on or off", spill);
+      return;
+    }
+  }
+
   if (const char* limit = getenv("GPUSHARE_MEM_LIMIT"); limit != nullptr) {
     std::string_view unit;
     SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);

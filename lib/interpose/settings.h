@@ -17,6 +17,9 @@ struct Settings {
   bool disabled = false;  ///< GPUSHARE_DISABLE=1: pass everything through
   LogLevel log_level = LogLevel::kError;
   QosClass qos = QosClass::kProduction;
+  /// GPUSHARE_SPILL=off: an opportunistic job's allocations stay device
+  /// memory (a hard wall, as before issue 11); on (the default): managed.
+  bool spill = true;
   bool has_mem_limit = false;
   SizeSpec mem_limit;  ///< resolved per device: a percentage needs its capacity
   char job_name[129] = {};
@@ -29,7 +32,7 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads GPUSHARE_DISABLE, GPUSHARE_LOG, GPUSHARE_QOS, GPUSHARE_MEM_LIMIT,
-/// GPUSHARE_JOB and GPUSHARE_SOCKET. Never fails: errors land in `error`.
+/// GPUSHARE_SPILL, GPUSHARE_JOB and GPUSHARE_SOCKET. Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
 
 /// The job's limit on a device of `physical_total` bytes, or kNoLimit.

@@ -368,6 +368,12 @@ void copy_telemetry(TelemetryPage* page) {
     for (int i = 0; i < g_config.device_count; ++i) {
       page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
+      page->device_resident_bytes[i].store(
+          c->device_resident_bytes[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      page->host_resident_bytes[i].store(c->host_resident_bytes[i].load(std::memory_order_relaxed),
+                                         std::memory_order_relaxed);
+      page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
+                                       std::memory_order_relaxed);
     }
     std::uint64_t launches = c->launches_total != nullptr
                                  ? c->launches_total()
@@ -444,6 +450,9 @@ bool serve(int fd) {
       }
     }
     if (now_ns() >= next_copy) {
+      if (g_config.counters != nullptr && g_config.counters->memory_tick != nullptr) {
+        g_config.counters->memory_tick();
+      }
       copy_telemetry(g_state.telemetry);
       next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
     }
@@ -636,6 +645,13 @@ std::uint64_t mem_limit(int device) {
     return page->devices[device].mem_limit_bytes.load(std::memory_order_relaxed);
   }
   return fallback_limit(device);
+}
+
+std::uint64_t device_resident_target(int device) {
+  if (device < 0 || device >= kMaxDevices) return kNoLimit;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page == nullptr || device >= static_cast<int>(page->device_count)) return kNoLimit;
+  return page->device_resident_target[device].load(std::memory_order_acquire);
 }
 
 bool paused() {

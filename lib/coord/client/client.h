@@ -85,6 +85,15 @@ struct LocalCounters {
   /// When set, the launch count to publish (the interposer counts launches
   /// per thread, without a locked instruction); else `launches`.
   std::uint64_t (*launches_total)();
+  /// Elastic memory (issue 11), per device: where the job's managed-backed
+  /// memory is, and a production allocation waiting for room (0: none).
+  std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
+  std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];
+  std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];
+  /// When set, called by the client thread every tick while registered,
+  /// before the counters are copied: the interposer moves memory toward its
+  /// device-resident targets there (spill.cc).
+  void (*memory_tick)();
 };
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the
@@ -111,6 +120,11 @@ void client_stop();
 /// one it set, else the requested one. kNoLimit for none or a bad index.
 /// Lock-free loads only; called on every allocation.
 std::uint64_t mem_limit(int device);
+
+/// The most managed bytes the job may keep on a device while registered
+/// (control_block.h, layout 3); kNoLimit when there is no target or no
+/// coordinator.
+std::uint64_t device_resident_target(int device);
 
 /// Whether kernel launches must wait. One pointer and one flag load.
 bool paused();

@@ -1,0 +1,92 @@
+// Elastic memory on the job's side (issue 11, design decision 6).
+//
+// An opportunistic job's cuMemAlloc family (plain, pitch, legacy; the
+// stream-ordered pools keep device memory, see hooks_pool.cc) is backed by
+// managed memory advised to prefer the job's device: the program gets a
+// device pointer that works everywhere a device pointer does, and the
+// memory can move to the host without the program noticing (only its
+// kernels slow down). Arrays, textures, VMM and IPC-exported memory stay
+// device memory: the driver cannot manage them.
+//
+// The coordinator writes a device-resident target per device into the
+// job's limits page; the client thread calls spill_tick() every tick, which
+// moves whole allocations toward the target: to the host (advice: prefer
+// the CPU; prefetch to the CPU; wait for it) while the job keeps more on
+// the device than its target, back to the device (advice: prefer the
+// device; prefetch to it) while an allocation fits under the target again.
+// Nothing is freed; a migration is ordered after the work already queued on
+// the context's legacy stream, and managed memory stays coherent for work on
+// other streams (on a real GPU its pages fault across; the simulator slows
+// such kernels down instead). Largest allocations move first, so few
+// migrations meet a target.
+//
+// The per-device resident counters (g_counters.device_resident_bytes,
+// host_resident_bytes) say where the interposer put the memory; memory the
+// driver evicted on its own is not seen.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "interpose/accounting.h"
+
+namespace gpushare::interpose {
+
+/// Whether this job's device allocations are backed by managed memory:
+/// opportunistic, not disabled (GPUSHARE_SPILL=off), and the driver has
+/// managed memory, advice and prefetch.
+bool managed_backing();
+
+/// Allocates `bytes` of managed memory preferring `device`, as a device
+/// allocation would be; on success counts it device-resident (the caller
+/// records it with `spillable` set).
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device);
+
+/// The limit a managed-backed allocation is checked against: the larger of
+/// the job's starting limit and the coordinator's (kNoLimit when either is
+/// none). A coordinator limit below the starting one lowers the job's
+/// device residency (the arbiter caps its target) instead of failing its
+/// allocations.
+std::uint64_t spillable_limit(int device);
+
+/// Takes a freed record out of the resident counters (no-op unless spillable).
+void spill_forget(const AllocationRecord& record);
+
+/// A production job's allocation that the driver refused for want of room:
+/// whether to ask the coordinator for room (production, registered, on a
+/// valid device) and wait for opportunistic memory to leave.
+bool may_wait_for_room(int device);
+/// Publishes `bytes` as wanted on `device` (the arbiter counts it as
+/// production's) or withdraws it.
+void request_room(int device, std::uint64_t bytes, bool wanted);
+/// Waits one step (1 ms) for room; false once `deadline_ns` (CLOCK_MONOTONIC)
+/// has passed.
+bool wait_for_room_step(std::uint64_t deadline_ns);
+/// CLOCK_MONOTONIC in ns, and how long a production allocation waits for a
+/// spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s).
+std::uint64_t monotonic_ns();
+inline constexpr std::uint64_t kRoomWaitNs = 2'000'000'000;
+/// What a new context is asked room for when no context was measured yet.
+inline constexpr std::uint64_t kContextRoomGuess = 512ull << 20;
+
+/// After `allocate` returned `result`: when the driver refused a production
+/// job's allocation for want of room, publishes `unreserved` (bytes not
+/// already charged to the job's budget, which the coordinator sees anyway)
+/// as wanted, retries while opportunistic memory spills, and withdraws it.
+template <class Allocate>
+CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Allocate allocate) {
+  if (result != CUDA_ERROR_OUT_OF_MEMORY || !may_wait_for_room(device)) return result;
+  request_room(device, unreserved, true);
+  std::uint64_t deadline = monotonic_ns() + kRoomWaitNs;
+  while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(deadline)) result = allocate();
+  request_room(device, unreserved, false);
+  return result;
+}
+
+/// One tick of the client thread: moves memory toward each device's
+/// target. Not reentrant (the client thread is its only caller).
+void spill_tick();
+
+}  // namespace gpushare::interpose
