@@ -19,16 +19,19 @@ jq -se '[.[].kind] == ["sample","job","job","sample","job","job","sample","job",
 
 # Interrupted by SIGINT or SIGTERM: status 0, and the samples it printed,
 # each whole.
+# (Each signal has its own files: a file the previous watch filled could
+# satisfy the wait before this watch has even started.)
 for signal in INT TERM; do
-  gpushare-ctl watch --interval 50ms >"$scratch/stream" 2>"$scratch/stream-err" &
+  stream="$scratch/stream-$signal" stream_err="$scratch/stream-$signal-err"
+  gpushare-ctl watch --interval 50ms >"$stream" 2>"$stream_err" &
   watcher=$!
-  wait_for "two samples" 5 sh -c "[ \$(grep -c '\"kind\":\"sample\"' '$scratch/stream') -ge 2 ]"
+  wait_for "two samples" 5 sh -c "[ \$(grep -c '\"kind\":\"sample\"' '$stream') -ge 2 ]"
   kill -"$signal" "$watcher"
   status=0
   wait "$watcher" || status=$?
-  [ "$status" -eq 0 ] || fail "a watch ended by SIG$signal exited $status: $(cat "$scratch/stream-err")"
-  jq -se 'length >= 2' "$scratch/stream" >/dev/null || fail "SIG$signal: the output is not whole JSON"
-  [ ! -s "$scratch/stream-err" ] || fail "SIG$signal: the watch wrote to stderr: $(cat "$scratch/stream-err")"
+  [ "$status" -eq 0 ] || fail "a watch ended by SIG$signal exited $status: $(cat "$stream_err")"
+  jq -se 'length >= 2' "$stream" >/dev/null || fail "SIG$signal: the output is not whole JSON"
+  [ ! -s "$stream_err" ] || fail "SIG$signal: the watch wrote to stderr: $(cat "$stream_err")"
 done
 
 expect_exit 0 gpushare-ctl watch --interval 10ms --count 2 --format table
