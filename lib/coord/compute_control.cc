@@ -51,8 +51,8 @@
 // share stays the guard against that). The time-sliced simulator has now
 // decided that it is needed (bench/share/results.md): every opportunistic
 // kernel that overlaps a production kernel takes slices from it, so a
-// share of wall time, placed blindly, costs production about a third of
-// itself in speed (static 50%: production at 0.84 of solo) and a 3%
+// share of wall time, placed blindly, slows production by about half of
+// it (a static 50% cap: production at 0.69-0.91 of solo) and a 3%
 // target leaves the loop near its floor (harvest 0.04-0.16 against the
 // 0.80 target; FIFO gave 0.06-0.45). Only an opportunistic job that runs
 // in the production job's host gaps can harvest them; that needs to know
