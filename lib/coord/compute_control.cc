@@ -43,24 +43,23 @@
 //
 // Not built (yet): a fast yield signal, a per-device page where production
 // jobs mark that they have GPU work in flight and opportunistic jobs wait
-// while it is set. Why not now: (1) on the simulated GPU available today
-// (FIFO), what delays a production kernel is opportunistic work queued
-// before it, which the queued-work bound already limits (measured: the
-// production job at 96-98% of its solo speed, see coord-compute-protect);
-// (2) the mark costs the production job's launch path a store to a cache
-// line other processes read (kept to one store per iteration by marking
-// only the first launch after a boundary, but a store all the same), and
-// its sync path a FUTEX_WAKE; (3) it only means something for jobs that
-// synchronise every iteration: an asynchronous production job would look
-// busy all the time and starve everyone. On a time-sliced GPU, though,
-// every opportunistic kernel that overlaps a production kernel slows it
-// (the fake device of tests/unit/coord_compute_control_test.cc models
-// this: at a 3% slowdown a rate budget harvests only about an eighth of
-// the idle time), so once the time-sliced simulator is in, bench/share
-// decides: if the rate loop misses the 80% harvest target there, the page
-// is the next step (a third memfd at registration, read-only for
-// opportunistic jobs; launches wait while it is set, still within the
-// loop's budget, which remains the guard against asynchronous jobs).
+// while it is set. Its costs: a store to a cache line other processes read
+// on the production job's launch path (one per iteration if only the first
+// launch after a boundary marks), a FUTEX_WAKE on its sync path, and it
+// only means something for jobs that synchronise every iteration (an
+// asynchronous production job would look busy all the time; the loop's
+// share stays the guard against that). The time-sliced simulator has now
+// decided that it is needed (bench/share/results.md): every opportunistic
+// kernel that overlaps a production kernel takes slices from it, so a
+// share of wall time, placed blindly, slows production by about half of
+// it (a static 50% cap: production at 0.69-0.91 of solo) and a 3%
+// target leaves the loop near its floor (harvest 0.04-0.16 against the
+// 0.80 target; FIFO gave 0.06-0.45). Only an opportunistic job that runs
+// in the production job's host gaps can harvest them; that needs to know
+// where the gaps are, which is what the page says. Plan: a third memfd at
+// registration, writable by the coordinator and the device's production
+// jobs, mapped read-only by opportunistic ones; one load on their launch
+// path; launches wait while it is set, still within the loop's share.
 #include "coord/compute_control.h"
 
 #include <algorithm>
