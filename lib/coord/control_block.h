@@ -42,7 +42,7 @@
 // cache line) and does nothing else when both are 0.
 //
 // Progress (telemetry, written by every job, copied from process-local
-// counters every 50 ms): `launches` counts kernel launches (every launch
+// counters every 10 ms): `launches` counts kernel launches (every launch
 // entry point, graph launches included); `iterations` counts iteration
 // boundaries, a synchronising call (cuCtxSynchronize, cuStreamSynchronize,
 // cuEventSynchronize, a synchronous device-to-host copy) that returns after

@@ -1,6 +1,6 @@
 // Elastic memory on the job's side (issue 11, design decision 6).
 //
-// An opportunistic job's cuMemAlloc family (plain, pitch, legacy; the
+// An opportunistic job's cuMemAlloc family (plain and pitch, _v2; the
 // stream-ordered pools keep device memory, see hooks_pool.cc) is backed by
 // managed memory advised to prefer the job's device: the program gets a
 // device pointer that works everywhere a device pointer does, and the

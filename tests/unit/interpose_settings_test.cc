@@ -77,3 +77,14 @@ TEST_CASE("invalid settings are errors naming the variable and value", "[interpo
   CHECK_THAT(error_of({{"GPUSHARE_LOG", "loud"}}), Catch::Contains("invalid GPUSHARE_LOG 'loud'"));
   CHECK_THAT(error_of({{"GPUSHARE_SOCKET", std::string(200, 'x')}}), Catch::Contains("longer"));
 }
+
+TEST_CASE("GPUSHARE_SPILL turns managed backing of opportunistic memory on and off",
+          "[interpose]") {
+  CHECK(settings_from({}).spill);
+  CHECK(settings_from({{"GPUSHARE_SPILL", "on"}}).spill);
+  Settings off = settings_from({{"GPUSHARE_SPILL", "off"}});
+  CHECK_FALSE(off.spill);
+  CHECK(off.error[0] == '\0');
+  Settings bad = settings_from({{"GPUSHARE_SPILL", "maybe"}});
+  CHECK(std::string(bad.error) == "invalid GPUSHARE_SPILL 'maybe': expected on or off");
+}

@@ -13,7 +13,7 @@
 // instant before and still be reading it (4 KiB per coordinator restart).
 //
 // The thread: connect, register (reply plus two memfds by SCM_RIGHTS), then
-// poll the socket with a 50 ms timeout, copying the counters into the
+// poll the socket with a 10 ms timeout, copying the counters into the
 // telemetry page on every tick. End of file or an error on the socket means
 // the coordinator is gone: retire the page, wake paused launchers, and retry
 // the connection every 100 ms, backing off to 500 ms (5 s after the
@@ -50,7 +50,7 @@ namespace {
 
 constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
 constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
-constexpr int kTelemetryPeriodMs = 50;
+constexpr int kTelemetryPeriodMs = 10;
 constexpr int kRetryFirstMs = 100;
 constexpr int kRetryMaxMs = 500;
 constexpr int kRetryRefusedMs = 5000;
