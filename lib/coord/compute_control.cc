@@ -32,9 +32,9 @@
 // faster than its solo estimate by more than the target has its estimate
 // raised (it changed phase, or the estimate was noisy); one measured slower
 // than the target allows three times in a row while opportunistic jobs are
-// at the floor is re-profiled (its slowdown is not theirs). A production job idle for idle_after frees the
-// device; when it returns, its known solo speed is kept and the loop
-// restarts at slow start.
+// at the floor is re-profiled (its slowdown is not theirs). A production
+// job idle for idle_after frees the device; when it returns, its known
+// solo speed is kept and the loop restarts at slow start.
 //
 // Several production jobs on one device: the loop protects the one slowed
 // most (the slowdown is the maximum over them); they share the device
