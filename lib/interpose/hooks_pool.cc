@@ -279,29 +279,31 @@ CUresult gs_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUm
   return allocate_from(pool, bytesize, dptr, [&] { return real(dptr, bytesize, pool, stream); });
 }
 
-CUresult gs_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-  GS_REAL(cuMemFreeAsync);
+namespace {
+
+// A stream-ordered free, whichever variant: a pool's allocation goes back
+// to its pool's charge; anything else is an ordinary allocation freed
+// stream-ordered.
+template <typename Free>
+CUresult free_async(CUdeviceptr dptr, Free free_it) {
+  if (disabled()) return free_it();
   AllocationRecord record{0, -1, 0};
-  if (disabled() || !pool_take(dptr, &record)) {
-    // Not from a pool: an ordinary allocation freed stream-ordered.
-    if (disabled()) return real(dptr, stream);
-    return free_charged(dptr, [&] { return real(dptr, stream); });
-  }
-  CUresult result = real(dptr, stream);
+  if (!pool_take(dptr, &record)) return free_charged(dptr, free_it);
+  CUresult result = free_it();
   pool_after_free(dptr, record, result == CUDA_SUCCESS);
   return result;
 }
 
+}  // namespace
+
+CUresult gs_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+  GS_REAL(cuMemFreeAsync);
+  return free_async(dptr, [&] { return real(dptr, stream); });
+}
+
 CUresult gs_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
   GS_REAL(cuMemFreeAsync_ptsz);
-  AllocationRecord record{0, -1, 0};
-  if (disabled() || !pool_take(dptr, &record)) {
-    if (disabled()) return real(dptr, stream);
-    return free_charged(dptr, [&] { return real(dptr, stream); });
-  }
-  CUresult result = real(dptr, stream);
-  pool_after_free(dptr, record, result == CUDA_SUCCESS);
-  return result;
+  return free_async(dptr, [&] { return real(dptr, stream); });
 }
 
 CUresult gs_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {

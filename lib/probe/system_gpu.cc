@@ -120,16 +120,8 @@ class SystemGpu final : public GpuApi {
   }
 
   Result<std::uint64_t> driver_used_bytes(int index) override {
-    CUcontext ctx = nullptr;
-    std::string at = "(" + std::to_string(index) + ")";
-    if (Status s = check(retain_(&ctx, index), "cuDevicePrimaryCtxRetain" + at); !s) {
-      return s.error();
-    }
     size_t free_bytes = 0, total_bytes = 0;
-    Status status = check(set_current_(ctx), "cuCtxSetCurrent");
-    if (status) status = check(mem_info_(&free_bytes, &total_bytes), "cuMemGetInfo" + at);
-    set_current_(nullptr);
-    release_(index);
+    Status status = with_memory_info(index, &free_bytes, &total_bytes, [] {});
     if (!status) return status.error();
     return static_cast<std::uint64_t>(total_bytes - free_bytes);
   }
@@ -189,18 +181,11 @@ class SystemGpu final : public GpuApi {
   }
 
   Result<std::uint64_t> context_bytes(int index, const std::string& uuid) override {
-    CUcontext ctx = nullptr;
-    std::string at = "(" + std::to_string(index) + ")";
-    if (Status s = check(retain_(&ctx, index), "cuDevicePrimaryCtxRetain" + at); !s) {
-      return s.error();
-    }
     // A context exists once it is current and used; cuMemGetInfo does both.
     size_t free_bytes = 0, total_bytes = 0;
-    Status status = check(set_current_(ctx), "cuCtxSetCurrent");
-    if (status) status = check(mem_info_(&free_bytes, &total_bytes), "cuMemGetInfo" + at);
-    Result<std::vector<ProcessMemory>> processes = nvml_processes(uuid);
-    set_current_(nullptr);
-    release_(index);
+    Result<std::vector<ProcessMemory>> processes = std::vector<ProcessMemory>{};
+    Status status = with_memory_info(index, &free_bytes, &total_bytes,
+                                     [&] { processes = nvml_processes(uuid); });
     if (!status) return status.error();
     if (!processes) return processes.error();
     for (const ProcessMemory& process : *processes) {
@@ -222,6 +207,22 @@ class SystemGpu final : public GpuApi {
   }
 
  private:
+  /// Retains device `index`'s primary context, makes it current, reads
+  /// cuMemGetInfo, runs `while_current`, then releases the context.
+  template <typename Inside>
+  Status with_memory_info(int index, size_t* free_bytes, size_t* total_bytes,
+                          Inside while_current) {
+    CUcontext ctx = nullptr;
+    std::string at = "(" + std::to_string(index) + ")";
+    if (Status s = check(retain_(&ctx, index), "cuDevicePrimaryCtxRetain" + at); !s) return s;
+    Status status = check(set_current_(ctx), "cuCtxSetCurrent");
+    if (status) status = check(mem_info_(free_bytes, total_bytes), "cuMemGetInfo" + at);
+    while_current();
+    set_current_(nullptr);
+    release_(index);
+    return status;
+  }
+
   Result<NvmlDevice> handle(const std::string& uuid) {
     NvmlDevice device = nullptr;
     if (int status = nvml_by_uuid_(uuid.c_str(), &device); status != 0) {
