@@ -24,8 +24,8 @@
 #include "common/exit_status.h"
 #include "common/jsonl.h"
 #include "common/units.h"
-#include "coord/listener.h"
-#include "coord/server.h"
+#include "coord/server/listener.h"
+#include "coord/server/server.h"
 #include "ctl.h"
 
 namespace gpushare::ctl {

@@ -13,9 +13,9 @@
 #include "common/exit_status.h"
 #include "common/jsonl.h"
 #include "common/units.h"
-#include "coord/client/socket_path.h"
-#include "coord/ctl_client.h"
-#include "coord/properties.h"
+#include "coord/contract/socket_path.h"
+#include "coord/ctl/client.h"
+#include "coord/ctl/properties.h"
 #include "ctl.h"
 #include "table.h"
 

@@ -33,8 +33,8 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
-#include "coord/client/socket_path.h"
-#include "coord/ctl_client.h"
+#include "coord/contract/socket_path.h"
+#include "coord/ctl/client.h"
 #include "probe.h"
 #include "probe/svg.h"
 

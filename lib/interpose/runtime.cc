@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 #include "interpose/log.h"
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"

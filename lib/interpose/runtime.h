@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 #include "interpose/accounting.h"
 #include "interpose/legacy_types.h"
 #include "interpose/settings.h"

@@ -4,7 +4,7 @@
 
 #include <time.h>
 
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 #include "interpose/log.h"
 #include "interpose/runtime.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
 #include "interpose/throttle_logic.h"

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "coord/client/socket_path.h"
+#include "coord/contract/socket_path.h"
 
 namespace gpushare {
 namespace {

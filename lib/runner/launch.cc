@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "common/units.h"
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 
 namespace gpushare {
 namespace {

@@ -31,7 +31,7 @@
 #include <string>
 
 #include "common/units.h"
-#include "coord/client/client.h"
+#include "coord/job/client.h"
 
 namespace {
 

@@ -51,7 +51,7 @@
 #include <string>
 #include <string_view>
 
-#include "coord/control_block.h"
+#include "coord/contract/control_block.h"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "coord/client/client.h"
-#include "coord/ctl_client.h"
-#include "coord/server.h"
+#include "coord/job/client.h"
+#include "coord/ctl/client.h"
+#include "coord/server/server.h"
 
 using namespace gpushare::coord;
 using Clock = std::chrono::steady_clock;

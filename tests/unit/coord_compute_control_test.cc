@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "coord/compute_control.h"
+#include "coord/server/compute_control.h"
 
 using namespace gpushare::coord;
 

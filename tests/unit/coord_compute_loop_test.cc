@@ -3,8 +3,8 @@
 // written here as a job would.
 #include <catch2/catch.hpp>
 
-#include "coord/compute_loop.h"
-#include "coord/registry.h"
+#include "coord/server/compute_loop.h"
+#include "coord/server/registry.h"
 
 using namespace gpushare::coord;
 

@@ -12,7 +12,7 @@
 #include <climits>
 #include <thread>
 
-#include "coord/control_block_owner.h"
+#include "coord/server/control_block_owner.h"
 
 using namespace gpushare::coord;
 

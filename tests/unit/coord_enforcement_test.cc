@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "coord/enforcement.h"
-#include "coord/registry.h"
+#include "coord/server/enforcement.h"
+#include "coord/server/registry.h"
 
 using namespace gpushare::coord;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "coord/line_buffer.h"
+#include "coord/server/line_buffer.h"
 
 using gpushare::coord::LineBuffer;
 

@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "coord/client/socket_path.h"
-#include "coord/listener.h"
+#include "coord/contract/socket_path.h"
+#include "coord/server/listener.h"
 
 using namespace gpushare::coord;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "coord/properties.h"
+#include "coord/ctl/properties.h"
 
 using namespace gpushare::coord;
 

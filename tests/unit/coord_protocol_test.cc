@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "coord/protocol.h"
+#include "coord/contract/protocol.h"
 
 using namespace gpushare::coord;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "coord/registry.h"
+#include "coord/server/registry.h"
 
 using namespace gpushare::coord;
 

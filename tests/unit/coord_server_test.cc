@@ -13,7 +13,7 @@
 #include <future>
 #include <string>
 
-#include "coord/server.h"
+#include "coord/server/server.h"
 
 using namespace gpushare::coord;
 using namespace std::chrono_literals;

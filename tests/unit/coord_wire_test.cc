@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "coord/client/wire.h"
-#include "coord/protocol.h"
+#include "coord/job/wire.h"
+#include "coord/contract/protocol.h"
 
 using namespace gpushare::coord;
 

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "coord/line_buffer.h"
-#include "coord/protocol.h"
+#include "coord/server/line_buffer.h"
+#include "coord/contract/protocol.h"
 
 using gpushare::coord::kMaxMessageBytes;
 

@@ -1,0 +1,166 @@
+// The coordinator's wire protocol, gpushare-protocol(7): versioned JSON
+// Lines over a unix stream socket. Every message is one compact JSON object
+// on one line, at most kMaxMessageBytes long, with "kind" and "version".
+//
+//   job -> coordinator        register                    (first and only message)
+//   coordinator -> job        registered + 2 memfds, or error
+//   ctl -> coordinator        list | show | node | set | pause | resume   (any number)
+//   coordinator -> ctl        records (an array of output records), or error
+//
+// This file holds the typed messages and their encoding; parsing is strict
+// about what it needs (types, sizes, bounds) and ignores unknown fields, as
+// every gpushare reader does. Only protocol.cc includes nlohmann/json.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/result.h"
+#include "coord/contract/control_block.h"
+
+namespace gpushare::coord {
+
+inline constexpr int kProtocolVersion = 1;
+/// Longest message, newline excluded, either way except records replies.
+inline constexpr std::size_t kMaxMessageBytes = 16 * 1024;
+/// Longest records reply a client accepts.
+inline constexpr std::size_t kMaxReplyBytes = 64 * 1024 * 1024;
+inline constexpr std::size_t kMaxJobNameBytes = 128;
+inline constexpr std::size_t kMaxSelectorBytes = 256;
+
+const char* qos_name(std::uint32_t qos);
+/// A compute cap as `compute=` takes it ("30%", "12.5%"; above 0, at most
+/// 100) in parts per million, or kNoLimit for "none". The one grammar of
+/// gpushare-run -p and gpushare-ctl set.
+Result<std::uint64_t> parse_compute_share(std::string_view text);
+std::optional<std::uint32_t> parse_qos(std::string_view text);
+
+struct DeviceRegistration {
+  std::string uuid;  ///< "GPU-..." or "MIG-..."
+  std::uint64_t mem_total_bytes = 0;
+  std::uint64_t requested_limit_bytes = kNoLimit;  ///< the limit the job started with
+  std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force (after a restart)
+};
+
+struct RegisterRequest {
+  std::string name;
+  std::uint32_t qos = kQosProduction;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap (GPUSHARE_COMPUTE)
+  std::uint64_t id_hint = 0;                 ///< 0: none
+  std::vector<DeviceRegistration> devices;
+};
+
+struct ListRequest {};
+struct NodeRequest {};
+struct ShowRequest {
+  std::string job;  ///< an id, a pid or a name
+};
+struct SetRequest {
+  std::string job;
+  std::optional<std::string> mem_limit;  ///< a size, a percentage of each device, or "none"
+  std::optional<std::uint32_t> qos;
+  std::optional<std::string> name;
+  std::optional<std::string> compute;  ///< "30%" or "none"
+};
+struct PauseRequest {
+  std::string job;
+  bool pause = true;  ///< false: resume
+};
+
+using Request =
+    std::variant<RegisterRequest, ListRequest, NodeRequest, ShowRequest, SetRequest, PauseRequest>;
+
+/// Parses one message line (without its newline). Errors name the field.
+Result<Request> parse_request(std::string_view line);
+
+/// The line for a request, newline included.
+std::string encode_request(const Request& request);
+
+// ---- replies ----------------------------------------------------------------
+
+/// What the coordinator knows of one job, for the "job" output record.
+struct JobDeviceView {
+  std::string uuid;
+  std::uint64_t mem_total_bytes = 0;
+  std::uint64_t mem_used_bytes = 0;
+  std::uint64_t mem_limit_bytes = kNoLimit;
+  std::uint64_t start_limit_bytes = kNoLimit;
+  /// Issue 11: where an opportunistic job's managed-backed memory is (0 for
+  /// production), and the arbiter's target (kNoLimit: none).
+  std::uint64_t device_resident_bytes = 0;
+  std::uint64_t host_resident_bytes = 0;
+  std::uint64_t device_resident_target = kNoLimit;
+};
+/// A job that holds more than its limit, as the coordinator sees it from
+/// outside the job (enforcement.h).
+struct ViolationView {
+  std::string device;  ///< UUID
+  std::uint64_t observed_bytes = 0;
+  std::uint64_t limit_bytes = 0;
+  std::string action;  ///< warn | pause | kill
+};
+struct JobView {
+  std::uint64_t id = 0;
+  std::string name;
+  std::int64_t pid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t qos = kQosProduction;
+  std::string state;  ///< running | paused | stale
+  std::uint64_t launches = 0;
+  std::uint64_t iterations = 0;
+  /// The compute controller's view (first device): measured and estimated
+  /// speeds, the limits in force. Negative: not measured.
+  double speed_per_s = -1;
+  bool speed_in_iterations = false;
+  double solo_speed_per_s = -1;
+  double slowdown = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not measured
+  double gpu_share = -1;
+  std::uint64_t launch_budget = kNoLimit;
+  std::uint64_t launch_window_ns = 0;
+  std::uint64_t max_queued = kNoLimit;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the user's static cap
+  std::uint64_t gpu_limit_ppm = kNoLimit;    ///< the cap in force (static or the loop's)
+  std::string compute_phase;                 ///< the device's controller phase
+  std::vector<JobDeviceView> devices;
+  std::optional<ViolationView> violation;  ///< only while the job is a violator
+};
+
+/// One device as the node report shows it, with totals per class.
+struct ClassTotals {
+  std::uint64_t jobs = 0;
+  std::uint64_t mem_used_bytes = 0;
+  std::uint64_t mem_limit_bytes = 0;  ///< kNoLimit when any job has none
+};
+struct DeviceView {
+  std::string uuid;
+  std::uint64_t mem_total_bytes = 0;
+  ClassTotals production;
+  ClassTotals opportunistic;
+};
+struct NodeView {
+  std::vector<DeviceView> devices;
+  std::uint64_t paused_jobs = 0;
+};
+
+std::string encode_registered(std::uint64_t job_id);
+std::string encode_error(std::string_view message, std::string_view reason);
+std::string encode_jobs(const std::vector<JobView>& jobs);
+std::string encode_node(const NodeView& node);
+
+/// The output record of a job (kind "job") and of a node report (one
+/// "device" record per device, then one "node" record).
+nlohmann::ordered_json job_record(const JobView& job);
+std::vector<nlohmann::ordered_json> node_records(const NodeView& node);
+
+/// Decodes a reply line to a control request: the records, or an Error
+/// carrying the coordinator's message.
+Result<std::vector<nlohmann::ordered_json>> decode_records(std::string_view line);
+
+}  // namespace gpushare::coord

@@ -1,0 +1,704 @@
+// The coordinator client's state machine and background thread.
+//
+// States, as seen by the hot path (mem_limit, paused):
+//   unregistered  g_launch_gate.page is null; limits come from `fallback_limit`,
+//                 which holds the requested limits, or after a coordinator
+//                 went away, the last limits it had set.
+//   registered    g_launch_gate.page points at the coordinator's read-only limits
+//                 page; every read goes straight to shared memory.
+// The background thread is the only writer of `page`. It publishes a page
+// with a release store after checking it, and retires one by first copying
+// its limits into the fallback, then storing null. A retired limits page is
+// never unmapped: a thread on the hot path may have loaded the pointer an
+// instant before and still be reading it (4 KiB per coordinator restart).
+//
+// The thread: connect, register (reply plus two memfds by SCM_RIGHTS), then
+// poll the socket with a 10 ms timeout, copying the counters into the
+// telemetry page on every tick. End of file or an error on the socket means
+// the coordinator is gone: retire the page, wake paused launchers, and retry
+// the connection every 100 ms, backing off to 500 ms (5 s after the
+// coordinator refused the registration, so a refusing coordinator is not
+// flooded).
+//
+// No libstdc++: only libc and pthreads, no allocation, no exceptions.
+#include "coord/job/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coord/contract/socket_path.h"
+#include "coord/job/wire.h"
+
+namespace gpushare::coord {
+namespace {
+
+constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
+constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
+constexpr int kTelemetryPeriodMs = 10;
+constexpr int kRetryFirstMs = 100;
+constexpr int kRetryMaxMs = 500;
+constexpr int kRetryRefusedMs = 5000;
+constexpr int kPausedRecheckMs = 100;  // wait_while_paused's safety net
+constexpr std::size_t kMaxReplyBytes = 4096;
+
+// What client_start was given; written before the thread starts, read-only
+// afterwards.
+struct Config {
+  char socket_path[128];
+  // The socket's per-user directory (empty when the path was given or is
+  // node-wide): checked before each connection, since another user may
+  // create it first.
+  char private_directory[128];
+  char name[wire::kMaxNameBytes + 1];
+  char qos[16];
+  int device_count;
+  unsigned char uuids[kMaxDevices][16];
+  std::uint64_t mem_total_bytes[kMaxDevices];
+  std::uint64_t requested_limit_bytes[kMaxDevices];
+  std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
+  void (*log)(const char*);
+  bool debug;
+  LocalCounters* counters;
+};
+
+struct State {
+  // Stored inverted (~limit), so that the zero-initialised state reads as
+  // kNoLimit before client_start.
+  std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
+  std::atomic<std::uint32_t> fallback_qos;
+  // The compute limits kept while unregistered, stored like the memory
+  // limits (inverted, so zero reads as kNoLimit), and whether any is set.
+  std::atomic<std::uint64_t> fallback_budget_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> last_job_id;
+  std::atomic<std::uint64_t> registrations;
+  std::atomic<int> running;
+  std::atomic<int> socket_fd;  // +1, so that 0 means none (zero-initialised)
+  std::atomic<int> wake_fd;    // +1, likewise
+  std::atomic<bool> atfork_installed;
+  pthread_t thread;
+  TelemetryPage* telemetry;  // the background thread's only
+};
+
+constinit Config g_config{};
+}  // namespace
+
+// The registered page (null while unregistered), read by the launch path.
+constinit LaunchGate g_launch_gate{};
+
+namespace {
+constinit State g_state{};
+
+// ---- small helpers ---------------------------------------------------------
+
+void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void log_line(const char* format, ...) {
+  if (g_config.log == nullptr && !g_config.debug) return;
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  if (g_config.log != nullptr) {
+    g_config.log(message);
+  } else {
+    dprintf(2, "gpushare[%d]: coord: %s\n", static_cast<int>(getpid()), message);
+  }
+}
+
+std::uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int remaining_ms(std::uint64_t deadline_ns) {
+  std::uint64_t now = now_ns();
+  if (now >= deadline_ns) return 0;
+  return static_cast<int>((deadline_ns - now + 999999) / 1000000);
+}
+
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+std::uint64_t fallback_limit(int device) {
+  return ~g_state.fallback_limit_inverted[device].load(std::memory_order_relaxed);
+}
+
+void set_fallback_limit(int device, std::uint64_t limit) {
+  g_state.fallback_limit_inverted[device].store(~limit, std::memory_order_relaxed);
+}
+
+void set_fallback_compute(int device, const ComputeView& c) {
+  g_state.fallback_window_ns[device].store(c.launch_window_ns, std::memory_order_relaxed);
+  g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
+  g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
+  g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
+}
+
+void page_compute(const LimitsPage* page, int device, ComputeView* out) {
+  const DeviceLimits& d = page->devices[device];
+  out->launch_budget = d.launch_budget.load(std::memory_order_acquire);
+  out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
+  out->max_queued = d.max_queued.load(std::memory_order_relaxed);
+  out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
+}
+
+// Keeps the page's limits (memory, class, compute) as the fallback: the
+// job runs on them while no coordinator is there.
+void keep_page_limits(const LimitsPage* page) {
+  for (int i = 0; i < g_config.device_count; ++i) {
+    set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
+    ComputeView compute;
+    page_compute(page, i, &compute);
+    set_fallback_compute(i, compute);
+  }
+  g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
+                                        std::memory_order_relaxed);
+}
+
+// ---- registration ----------------------------------------------------------
+
+enum class Outcome { kRegistered, kUnreachable, kRefused };
+
+struct Registration {
+  int fd = -1;
+  const LimitsPage* limits = nullptr;
+  TelemetryPage* telemetry = nullptr;
+};
+
+bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline_ns) {
+  while (size > 0) {
+    ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data += n;
+      size -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return false;
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, remaining_ms(deadline_ns)) <= 0) return false;
+  }
+  return true;
+}
+
+// Reads one reply line, and the descriptors sent with it, before the deadline.
+bool receive_reply(int fd, char* line, std::size_t size, int fds[2], int* fd_count,
+                   std::uint64_t deadline_ns) {
+  std::size_t length = 0;
+  *fd_count = 0;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    int ready = poll(&p, 1, remaining_ms(deadline_ns));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    iovec io{line + length, size - 1 - length};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)];
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int received;
+        memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (*fd_count < 2) {
+          fds[(*fd_count)++] = received;
+        } else {
+          close(received);  // more than the protocol sends
+        }
+      }
+    }
+    length += static_cast<std::size_t>(n);
+    line[length] = '\0';
+    if (memchr(line, '\n', length) != nullptr) return true;
+    if (length + 1 >= size) return false;  // no newline within bounds
+  }
+}
+
+void close_fds(int* fds, int count) {
+  for (int i = 0; i < count; ++i) close(fds[i]);
+}
+
+// Maps and checks the two pages. On success the descriptors are closed (the
+// mappings keep the memfds alive).
+bool map_pages(int limits_fd, int telemetry_fd, Registration* out) {
+  struct stat a, b;
+  if (fstat(limits_fd, &a) != 0 || fstat(telemetry_fd, &b) != 0 ||
+      a.st_size < static_cast<off_t>(kControlPageBytes) ||
+      b.st_size < static_cast<off_t>(kControlPageBytes)) {
+    log_line("control block has the wrong size");
+    return false;
+  }
+  void* limits = mmap(nullptr, kControlPageBytes, PROT_READ, MAP_SHARED, limits_fd, 0);
+  if (limits == MAP_FAILED) return false;
+  void* telemetry =
+      mmap(nullptr, kControlPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, telemetry_fd, 0);
+  if (telemetry == MAP_FAILED) {
+    munmap(limits, kControlPageBytes);
+    return false;
+  }
+  const auto* page = static_cast<const LimitsPage*>(limits);
+  auto* tele = static_cast<TelemetryPage*>(telemetry);
+  if (page->magic != kLimitsMagic || page->layout_version != kLayoutVersion ||
+      tele->magic != kTelemetryMagic || tele->layout_version != kLayoutVersion ||
+      static_cast<int>(page->device_count) != g_config.device_count) {
+    log_line("control block has an unknown layout (magic %#x version %u)", page->magic,
+             page->layout_version);
+    munmap(limits, kControlPageBytes);
+    munmap(telemetry, kControlPageBytes);
+    return false;
+  }
+  close(limits_fd);
+  close(telemetry_fd);
+  out->limits = page;
+  out->telemetry = tele;
+  return true;
+}
+
+Outcome try_register(int timeout_ms, Registration* out) {
+  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Outcome::kUnreachable;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  memcpy(address.sun_path, g_config.socket_path, strlen(g_config.socket_path) + 1);
+  if (g_config.private_directory[0] != '\0') {
+    uid_t owner = 0;
+    DirectoryTrust trust = check_private_directory(g_config.private_directory, &owner);
+    if (trust != DirectoryTrust::kPrivate && trust != DirectoryTrust::kAbsent) {
+      log_line("refusing the coordinator socket directory %s: %s (uid %u)",
+               g_config.private_directory, directory_trust_name(trust),
+               static_cast<unsigned>(owner));
+      close(fd);
+      return Outcome::kRefused;
+    }
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return Outcome::kUnreachable;
+  }
+  // Trust nothing a coordinator says before knowing who it is.
+  uid_t peer_uid = 0;
+  if (!peer_is_trusted(fd, &peer_uid)) {
+    log_line("refusing the coordinator on %s: it runs as uid %d, not as this user or root",
+             g_config.socket_path, static_cast<int>(peer_uid));
+    close(fd);
+    return Outcome::kRefused;
+  }
+
+  // Ask with the limits in force now, so a restarted coordinator keeps them.
+  std::uint64_t limits[kMaxDevices];
+  for (int i = 0; i < g_config.device_count; ++i) limits[i] = fallback_limit(i);
+  const char* qos = g_state.fallback_qos.load(std::memory_order_relaxed) == kQosOpportunistic
+                        ? "opportunistic"
+                        : "production";
+  wire::RegisterFields fields{g_config.name,
+                              qos,
+                              g_state.last_job_id.load(std::memory_order_relaxed),
+                              g_config.device_count,
+                              g_config.uuids,
+                              g_config.mem_total_bytes,
+                              g_config.requested_limit_bytes,
+                              limits,
+                              g_config.compute_cap_ppm};
+  char message[8192];
+  std::size_t length = wire::write_register(message, sizeof message, fields);
+  char reply[kMaxReplyBytes];
+  int fds[2];
+  int fd_count = 0;
+  if (length == 0 || !send_all(fd, message, length, deadline) ||
+      !receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline)) {
+    close_fds(fds, fd_count);
+    close(fd);
+    return Outcome::kUnreachable;
+  }
+  char kind[32];
+  if (!wire::find_string(reply, "kind", kind, sizeof kind) || strcmp(kind, "registered") != 0 ||
+      fd_count != 2) {
+    char why[256] = "no reason given";
+    wire::find_string(reply, "message", why, sizeof why);
+    log_line("coordinator refused the registration: %s", why);
+    close_fds(fds, fd_count);
+    close(fd);
+    return Outcome::kRefused;
+  }
+  if (!map_pages(fds[0], fds[1], out)) {
+    close_fds(fds, fd_count);
+    close(fd);
+    return Outcome::kRefused;
+  }
+  out->fd = fd;
+  return Outcome::kRegistered;
+}
+
+// ---- the registered state --------------------------------------------------
+
+void copy_telemetry(TelemetryPage* page) {
+  LocalCounters* c = g_config.counters;
+  if (c != nullptr) {
+    for (int i = 0; i < g_config.device_count; ++i) {
+      page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
+                                            std::memory_order_relaxed);
+      page->device_resident_bytes[i].store(
+          c->device_resident_bytes[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      page->host_resident_bytes[i].store(c->host_resident_bytes[i].load(std::memory_order_relaxed),
+                                         std::memory_order_relaxed);
+      page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
+                                       std::memory_order_relaxed);
+    }
+    std::uint64_t launches = c->launches_total != nullptr
+                                 ? c->launches_total()
+                                 : c->launches.load(std::memory_order_relaxed);
+    page->launches.store(launches, std::memory_order_relaxed);
+    page->blocks_launched.store(c->blocks_launched.load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
+    page->kernels_completed.store(c->kernels_completed.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+    page->iterations.store(c->iterations.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+    page->last_iteration_ns.store(c->last_iteration_ns.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+    page->gpu_busy_ns.store(c->gpu_busy_ns.load(std::memory_order_relaxed),
+                            std::memory_order_relaxed);
+    page->throttle_wait_ns.store(c->throttle_wait_ns.load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
+  }
+  page->heartbeat_ns.store(now_ns(), std::memory_order_release);
+}
+
+void publish(const Registration& registration) {
+  copy_telemetry(registration.telemetry);
+  g_state.telemetry = registration.telemetry;
+  g_state.socket_fd.store(registration.fd + 1, std::memory_order_relaxed);
+  g_state.last_job_id.store(registration.limits->job_id, std::memory_order_relaxed);
+  g_state.registrations.fetch_add(1, std::memory_order_relaxed);
+  g_launch_gate.page.store(registration.limits, std::memory_order_release);
+  log_line("registered as job %llu with %s",
+           static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path);
+}
+
+// Back to the unregistered state, keeping the last limits. Wakes launches
+// paused on the old page: no coordinator is left to resume them.
+void retire(bool close_socket) {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
+  if (page != nullptr) {
+    keep_page_limits(page);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
+    futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
+  }
+  if (g_state.telemetry != nullptr) {
+    munmap(g_state.telemetry, kControlPageBytes);
+    g_state.telemetry = nullptr;
+  }
+  int fd = g_state.socket_fd.exchange(0, std::memory_order_relaxed) - 1;
+  if (close_socket && fd >= 0) close(fd);
+}
+
+// Waits up to `ms` for a stop request; true when asked to stop.
+bool wait_for_stop(int ms) {
+  pollfd p{g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0};
+  int ready = poll(&p, 1, ms);
+  return ready > 0;
+}
+
+// Serves a registered connection until it ends. True when asked to stop.
+bool serve(int fd) {
+  pollfd fds[2] = {{fd, POLLIN, 0},
+                   {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0}};
+  std::uint64_t next_copy = now_ns();
+  for (;;) {
+    int ready = poll(fds, 2, remaining_ms(next_copy));
+    if (ready < 0 && errno != EINTR) return false;
+    if (fds[1].revents != 0) return true;
+    if (fds[0].revents != 0) {
+      // The coordinator sends nothing after the reply today; read and
+      // ignore whatever a later version sends, and notice the end.
+      char buffer[512];
+      ssize_t n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        log_line("coordinator went away; keeping the last limits");
+        return false;
+      }
+    }
+    if (now_ns() >= next_copy) {
+      if (g_config.counters != nullptr && g_config.counters->memory_tick != nullptr) {
+        g_config.counters->memory_tick();
+      }
+      copy_telemetry(g_state.telemetry);
+      next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
+    }
+  }
+}
+
+void* client_thread(void* first_fd) {
+  int fd = static_cast<int>(reinterpret_cast<intptr_t>(first_fd));
+  int retry_ms = kRetryFirstMs;
+  for (;;) {
+    if (fd >= 0) {
+      bool stop = serve(fd);
+      retire(true);
+      fd = -1;
+      if (stop) return nullptr;
+      retry_ms = kRetryFirstMs;
+      continue;
+    }
+    Registration registration;
+    Outcome outcome = try_register(kThreadRegisterTimeoutMs, &registration);
+    if (outcome == Outcome::kRegistered) {
+      publish(registration);
+      fd = registration.fd;
+      continue;
+    }
+    int wait_ms = outcome == Outcome::kRefused ? kRetryRefusedMs : retry_ms;
+    if (wait_for_stop(wait_ms)) return nullptr;
+    retry_ms = retry_ms * 2 > kRetryMaxMs ? kRetryMaxMs : retry_ms * 2;
+  }
+}
+
+// In a forked child: no thread, no socket of its own; keep the parent's
+// current limits and start unregistered.
+void after_fork_in_child() {
+  if (g_state.running.load(std::memory_order_relaxed) == 0) return;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
+  if (page != nullptr) {
+    keep_page_limits(page);
+    g_launch_gate.page.store(nullptr, std::memory_order_release);
+  }
+  // The telemetry mapping is the parent's; leave it (unmapping is harmless
+  // either way, and nothing in the child writes to it).
+  g_state.telemetry = nullptr;
+  int fd = g_state.socket_fd.exchange(0, std::memory_order_relaxed) - 1;
+  if (fd >= 0) close(fd);
+  int wake = g_state.wake_fd.exchange(0, std::memory_order_relaxed) - 1;
+  if (wake >= 0) close(wake);
+  g_state.running.store(0, std::memory_order_relaxed);
+}
+
+void copy_text(char* out, std::size_t size, const char* text) {
+  snprintf(out, size, "%s", text != nullptr ? text : "");
+}
+
+void read_process_name(char* out, std::size_t size) {
+  copy_text(out, size, "job");
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char name[64];
+  ssize_t n = read(fd, name, sizeof name - 1);
+  close(fd);
+  if (n <= 0) return;
+  name[n] = '\0';
+  char* newline = strchr(name, '\n');
+  if (newline != nullptr) *newline = '\0';
+  if (name[0] != '\0') copy_text(out, size, name);
+}
+
+void configure(const JobIdentity& job, LocalCounters* counters) {
+  const char* debug = getenv("GPUSHARE_DEBUG");
+  g_config.debug = debug != nullptr && *debug != '\0';
+  g_config.log = job.log;
+  g_config.counters = counters;
+  g_state.last_job_id.store(0, std::memory_order_relaxed);
+
+  const char* name = job.name != nullptr ? job.name : getenv("GPUSHARE_JOB");
+  if (name != nullptr && *name != '\0') {
+    copy_text(g_config.name, sizeof g_config.name, name);
+  } else {
+    read_process_name(g_config.name, sizeof g_config.name);
+  }
+  const char* qos = job.qos != nullptr ? job.qos : getenv("GPUSHARE_QOS");
+  bool opportunistic = qos != nullptr && strcmp(qos, "opportunistic") == 0;
+  copy_text(g_config.qos, sizeof g_config.qos, opportunistic ? "opportunistic" : "production");
+  g_state.fallback_qos.store(opportunistic ? kQosOpportunistic : kQosProduction,
+                             std::memory_order_relaxed);
+
+  // An empty path (too long for a unix socket address) means "no coordinator".
+  g_config.socket_path[0] = '\0';
+  if (job.socket_path != nullptr && *job.socket_path != '\0') {
+    if (strlen(job.socket_path) < sizeof(sockaddr_un{}.sun_path)) {
+      copy_text(g_config.socket_path, sizeof g_config.socket_path, job.socket_path);
+    }
+  } else if (!default_socket_path(g_config.socket_path, sizeof g_config.socket_path)) {
+    g_config.socket_path[0] = '\0';
+  }
+  g_config.private_directory[0] = '\0';
+  if (g_config.socket_path[0] != '\0' && in_per_user_directory(g_config.socket_path) &&
+      !socket_directory(g_config.socket_path, g_config.private_directory,
+                        sizeof g_config.private_directory)) {
+    g_config.private_directory[0] = '\0';
+    g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
+  }
+
+  g_config.compute_cap_ppm = kNoLimit;
+  const char* compute = getenv("GPUSHARE_COMPUTE");
+  if (compute != nullptr && *compute != '\0' &&
+      !parse_compute_cap(compute, &g_config.compute_cap_ppm)) {
+    log_line("ignoring GPUSHARE_COMPUTE='%s': expected a share above 0%% and at most 100%%",
+             compute);
+    g_config.compute_cap_ppm = kNoLimit;
+  }
+  int count = job.device_count < 0 ? 0 : job.device_count;
+  g_config.device_count = count > kMaxDevices ? kMaxDevices : count;
+  for (int i = 0; i < g_config.device_count; ++i) {
+    memcpy(g_config.uuids[i], job.devices[i].uuid, 16);
+    g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
+    g_config.requested_limit_bytes[i] = job.devices[i].requested_limit_bytes;
+    set_fallback_limit(i, job.devices[i].requested_limit_bytes);
+    ComputeView own;
+    own.compute_cap_ppm = g_config.compute_cap_ppm;
+    set_fallback_compute(i, own);
+  }
+  g_launch_gate.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
+                                        std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void client_start(const JobIdentity& job, LocalCounters* counters) {
+  int expected = 0;
+  if (!g_state.running.compare_exchange_strong(expected, 1)) return;
+  if (!g_state.atfork_installed.exchange(true)) {
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  }
+  configure(job, counters);
+
+  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0 || g_config.socket_path[0] == '\0') {
+    log_line("cannot start the coordinator client; running on the limits given at start");
+    if (wake >= 0) close(wake);
+    g_state.running.store(0);
+    return;
+  }
+  g_state.wake_fd.store(wake + 1, std::memory_order_relaxed);
+
+  // One bounded attempt now, so that a coordinator's limits hold from the
+  // first allocation; the thread keeps trying if this one fails.
+  Registration registration;
+  int first_fd = -1;
+  if (try_register(kRegisterTimeoutMs, &registration) == Outcome::kRegistered) {
+    publish(registration);
+    first_fd = registration.fd;
+  } else {
+    log_line("no coordinator at %s yet; running on the limits given at start",
+             g_config.socket_path);
+  }
+
+  // The thread takes no signals meant for the application.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int error = pthread_create(&g_state.thread, nullptr, client_thread,
+                             reinterpret_cast<void*>(static_cast<intptr_t>(first_fd)));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (error != 0) {
+    log_line("cannot start the coordinator thread: %s", strerror(error));
+    retire(true);
+    close(wake);
+    g_state.wake_fd.store(0);
+    g_state.running.store(0);
+  }
+}
+
+void client_stop() {
+  if (g_state.running.load() == 0) return;
+  int wake = g_state.wake_fd.load(std::memory_order_relaxed) - 1;
+  std::uint64_t one = 1;
+  if (write(wake, &one, sizeof one) != sizeof one) return;
+  pthread_join(g_state.thread, nullptr);
+  close(wake);
+  g_state.wake_fd.store(0);
+  g_state.running.store(0);
+}
+
+std::uint64_t mem_limit(int device) {
+  if (device < 0 || device >= kMaxDevices) return kNoLimit;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page != nullptr && device < static_cast<int>(page->device_count)) {
+    return page->devices[device].mem_limit_bytes.load(std::memory_order_relaxed);
+  }
+  return fallback_limit(device);
+}
+
+std::uint64_t device_resident_target(int device) {
+  if (device < 0 || device >= kMaxDevices) return kNoLimit;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page == nullptr || device >= static_cast<int>(page->device_count)) return kNoLimit;
+  return page->device_resident_target[device].load(std::memory_order_acquire);
+}
+
+bool paused() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  return page != nullptr && page->paused.load(std::memory_order_relaxed) != 0;
+}
+
+void compute_limits(int device, ComputeView* out) {
+  *out = ComputeView{};
+  if (device < 0 || device >= kMaxDevices) return;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
+    return;
+  }
+  out->launch_budget = ~g_state.fallback_budget_inverted[device].load(std::memory_order_relaxed);
+  out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
+  out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
+  out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
+}
+
+void wait_while_paused() {
+  for (;;) {
+    const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+    if (page == nullptr) return;
+    std::uint32_t value = page->paused.load(std::memory_order_acquire);
+    if (value == 0) return;
+    // The timeout covers the one race a wake cannot: the page retired
+    // between the load above and the wait (the retiring thread's wake came
+    // first). Resumes themselves wake at once.
+    timespec timeout{0, kPausedRecheckMs * 1000000L};
+    futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAIT, value, &timeout);
+  }
+}
+
+bool opportunistic() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
+                                      : g_state.fallback_qos.load(std::memory_order_relaxed);
+  return qos == kQosOpportunistic;
+}
+
+std::uint64_t job_id() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  return page != nullptr ? page->job_id : 0;
+}
+
+std::uint64_t registrations() { return g_state.registrations.load(std::memory_order_relaxed); }
+
+}  // namespace gpushare::coord

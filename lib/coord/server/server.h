@@ -1,0 +1,102 @@
+// The node coordinator's event loop (gpushare-ctl serve).
+//
+// One thread, one epoll set: the listening socket, every connection, a
+// pidfd per registered job, the caller's stop descriptor and an idle timer.
+// Nothing in the loop blocks: sockets are non-blocking, replies are queued
+// and flushed as the peer reads, and a peer that sends a malformed,
+// oversized or out-of-order message gets an error reply and is
+// disconnected, while everyone else is served as before.
+//
+// A job is forgotten (and its memory counts as free) the moment its socket
+// closes or its pidfd reports the process gone, whichever comes first: the
+// kernel closes a killed process's sockets at once, and the pidfd also
+// covers a socket inherited by a forked child.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "coord/server/authorize.h"
+#include "coord/server/enforcement.h"
+#include "coord/server/compute_control.h"
+
+namespace gpushare::coord {
+
+struct ServerOptions {
+  std::string socket_path;
+  bool private_directory = false;  ///< see Listener::open
+  Policy policy;
+  /// Exit once no job has been registered for `idle_grace` (counted from
+  /// the start, and from the last job leaving).
+  bool idle_exit = false;
+  std::chrono::nanoseconds idle_grace = std::chrono::seconds(60);
+  /// The loop ends when this descriptor becomes readable (a signalfd, an
+  /// eventfd); -1 for none.
+  int stop_fd = -1;
+  /// At most this many connections (fewer when the descriptor limit is
+  /// lower: each job holds two). A user other than root may hold a quarter
+  /// of them as unregistered or control connections; a sixteenth is kept
+  /// for root, and an eighth for job registrations (control requests are
+  /// refused as "busy" once only that reserve is left). Beyond, a
+  /// connection gets a "busy" error.
+  std::size_t max_connections = 4096;
+  /// Replies queued for peers that do not read them, in bytes: in all, and
+  /// per user other than root. A connection that would pass either is
+  /// dropped. Each connection also stops being read while more than
+  /// 256 KiB of its replies wait, so one peer cannot make the coordinator
+  /// encode replies without bound.
+  std::size_t max_queued_bytes = 256u << 20;
+  std::size_t max_queued_bytes_per_user = 64u << 20;
+  /// A connection whose queued replies have not moved for this long is
+  /// dropped (a reader that stopped reading).
+  std::chrono::nanoseconds stalled_reader_timeout = std::chrono::seconds(10);
+  /// A connection that has not sent a complete first message by then is
+  /// dropped, so idle connections cannot pile up and lock others out.
+  std::chrono::nanoseconds first_message_timeout = std::chrono::seconds(5);
+  /// The state file (decisions.h): read at start, so that jobs that
+  /// register again get back what ctl set for them, and rewritten after
+  /// each change. Empty: none.
+  std::string state_path;
+  /// Check jobs' usage from the coordinator's own view (NVML) and act on
+  /// those over their limit (enforcement.h). Without NVML, nothing is
+  /// checked (a note says so).
+  bool enforce = true;
+  ViolationAction violation_action = ViolationAction::kWarn;
+  /// The compute loop's policy (compute_control.h), ticking every
+  /// kComputeTickNs on the event loop.
+  ComputePolicy compute_policy = ComputePolicy::kGpushare;
+  /// Log sinks, one line each, no newline. Unset: silent.
+  std::function<void(const std::string&)> note;
+  std::function<void(const std::string&)> warning;
+};
+
+enum class StopReason { kStopRequested, kIdle };
+
+class Server {
+ public:
+  /// Takes the socket (see listener.h); fails if a coordinator is running.
+  static Result<std::unique_ptr<Server>> open(ServerOptions options);
+  ~Server();
+
+  /// Serves until stopped. Only a broken event loop returns an Error.
+  Result<StopReason> run();
+
+  const std::string& socket_path() const;
+  std::size_t job_count() const;
+  /// The connection limit in force (ServerOptions::max_connections, lowered
+  /// to fit the descriptor limit).
+  std::size_t max_connections() const;
+  /// Reply bytes queued for all peers now.
+  std::size_t queued_bytes() const;
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpushare::coord
