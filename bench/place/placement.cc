@@ -86,7 +86,7 @@ place::Cluster make_cluster(const BenchOptions& options, std::mt19937& rng) {
       if (percent(rng) < 20) {
         std::string tenant = "tenant" + std::to_string(percent(rng) % kTenants);
         gpu.jobs.push_back(
-            {"resident-" + std::to_string(made), place::JobClass::kProduction, tenant, 40 * kGiB});
+            {"resident-" + std::to_string(made), gpushare::kQosProduction, tenant, 40 * kGiB});
         gpu.mem_used_bytes = 40 * kGiB;
       }
       node.gpus.push_back(gpu);

@@ -138,7 +138,7 @@ Result<gpushare::LaunchPlan> plan_job(const JobRequest& job) {
   gpushare::RunRequest request;
   request.command = job.command;
   request.sim = job.sim;
-  request.qos = job.opportunistic ? gpushare::Qos::kOpportunistic : gpushare::Qos::kProduction;
+  request.qos = job.opportunistic ? gpushare::kQosOpportunistic : gpushare::kQosProduction;
   request.mem_limit = job.mem_limit;
   request.name = job.name;
   auto plan = gpushare::plan_launch(request, *paths, std::getenv);

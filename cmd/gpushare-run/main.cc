@@ -159,6 +159,6 @@ int main(int argc, char** argv) {
   if (auto status = gpushare::cli::parse(app, argc, argv, exit_status::kRunFailed)) {
     return *status;
   }
-  request.qos = opportunistic ? gpushare::Qos::kOpportunistic : gpushare::Qos::kProduction;
+  request.qos = opportunistic ? gpushare::kQosOpportunistic : gpushare::kQosProduction;
   return run(options);
 }

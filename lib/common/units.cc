@@ -4,42 +4,24 @@
 #include <cstdio>
 #include <limits>
 
-#include "common/size_core.h"
+#include "vocab/size.h"
 
 namespace gpushare {
 namespace {
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-// The message for a size error; `what` is "size" or "duration".
+// The message for a size error; `what` is "size" or "duration". The
+// wording of each error is the vocabulary's (vocab/size.h).
 Error size_error(SizeError error, std::string_view what, std::string_view text,
                  std::string_view unit) {
   std::string kind(what);
-  switch (error) {
-    case SizeError::kEmpty:
-      return make_error("empty " + kind);
-    case SizeError::kNegative:
-      return make_error(kind + " must not be negative: " + quoted(text));
-    case SizeError::kNoNumber:
-      return make_error("invalid " + kind + " " + quoted(text) + ": expected a number first");
-    case SizeError::kTooLarge:
-      return make_error(kind + " " + quoted(text) + " is too large");
-    case SizeError::kFractionOfByte:
-      return make_error(kind + " " + quoted(text) + " has a fraction of a byte");
-    case SizeError::kOverflow:
-      return make_error(kind + " " + quoted(text) + " does not fit in 64 bits");
-    case SizeError::kPercentNoCapacity:
-      return make_error(kind + " " + quoted(text) +
-                        " is a percentage, but no device capacity is known here");
-    case SizeError::kPercentOverHundred:
-      return make_error(kind + " " + quoted(text) + " is more than 100%");
-    case SizeError::kUnknownUnit:
-      return make_error("unknown unit " + quoted(unit) + " in " + kind + " " + quoted(text) +
-                        " (use B, KiB, MiB, GiB, TiB, K, M, G, T, KB, MB, GB, TB or %)");
-    case SizeError::kNone:
-      break;
+  if (error == SizeError::kEmpty) return make_error("empty " + kind);
+  if (error == SizeError::kUnknownUnit) {
+    return make_error("unknown unit " + quoted(unit) + " in " + kind + " " + quoted(text) + " " +
+                      kSizeUnitsHint);
   }
-  return make_error("invalid " + kind + " " + quoted(text));
+  return make_error(kind + " " + quoted(text) + " " + size_error_reason(error));
 }
 
 }  // namespace

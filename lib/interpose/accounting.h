@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gpushare::interpose {
+#include "vocab/job.h"
 
-inline constexpr int kMaxDevices = 16;
+namespace gpushare::interpose {
 
 class DeviceBudget {
  public:

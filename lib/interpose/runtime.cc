@@ -15,6 +15,7 @@
 #include "interpose/spill.h"
 #include "interpose/throttle.h"
 #include "interpose/tree.h"
+#include "vocab/uuid.h"
 
 namespace gpushare::interpose {
 
@@ -58,9 +59,11 @@ void start_coordinator_client(int count) {
   const Settings& settings = g_runtime.settings;
   coord::JobIdentity job;
   job.name = settings.job_name[0] != '\0' ? settings.job_name : nullptr;
-  job.qos = qos_name(settings.qos);
+  job.qos = settings.qos;
   job.socket_path = settings.socket_path[0] != '\0' ? settings.socket_path : nullptr;
+  job.compute_cap_ppm = settings.compute_cap_ppm;
   job.log = &log_coordinator_line;
+  job.debug = settings.debug_client;
   job.device_count = count;
   for (int index = 0; index < count; ++index) {
     const Device& device = g_runtime.devices[index];
@@ -73,18 +76,8 @@ void start_coordinator_client(int count) {
   coord::client_start(job, &g_counters);
 }
 
-void format_uuid(const CUuuid& uuid, char* text) {  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-  static const char kHex[] = "0123456789abcdef";
-  char* out = text;
-  std::memcpy(out, "GPU-", 4);
-  out += 4;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) *out++ = '-';
-    unsigned char byte = static_cast<unsigned char>(uuid.bytes[i]);
-    *out++ = kHex[byte >> 4];
-    *out++ = kHex[byte & 15];
-  }
-  *out = '\0';
+void format_uuid(const CUuuid& uuid, char* text) {
+  gpushare::format_uuid(reinterpret_cast<const unsigned char*>(uuid.bytes), text);
 }
 
 void load_driver() {
@@ -155,7 +148,7 @@ void enumerate_devices() {
     if (real.real_cuDeviceTotalMem_v2 != nullptr) real.real_cuDeviceTotalMem_v2(&total, handle);
     device.physical_total = total;
     device.start_limit = mem_limit_for(rt.settings, total);
-    char uuid[48];
+    char uuid[kUuidTextBytes];
     format_uuid(device.uuid, uuid);
     if (device.start_limit == kNoLimit) {
       GS_DEBUG("device %d %s: %llu bytes, no limit", index, uuid,
@@ -251,7 +244,7 @@ bool process_device_usage(int device, std::uint64_t* bytes) {
     initialised.store(nvml.init() == 0 ? 1 : -1, std::memory_order_release);
   }
   if (initialised.load(std::memory_order_acquire) != 1) return false;
-  char uuid[48];
+  char uuid[kUuidTextBytes];
   format_uuid(g_runtime.devices[device].uuid, uuid);
   NvmlDevice handle = nullptr;
   if (nvml.handle_by_uuid(uuid, &handle) != 0) return false;
@@ -269,7 +262,7 @@ bool process_device_usage(int device, std::uint64_t* bytes) {
 int device_of_uuid_string(const char* text) {
   int count = g_runtime.device_count.load(std::memory_order_acquire);
   for (int index = 0; index < count; ++index) {
-    char uuid[48];
+    char uuid[kUuidTextBytes];
     format_uuid(g_runtime.devices[index].uuid, uuid);
     if (strcasecmp(uuid, text) == 0) return index;
   }

@@ -4,24 +4,10 @@
 #include <cstring>
 #include <string_view>
 
+#include "vocab/env.h"
+
 namespace gpushare::interpose {
 namespace {
-
-const char* size_error_text(SizeError error) {
-  switch (error) {
-    case SizeError::kEmpty: return "it is empty";
-    case SizeError::kNegative: return "it is negative";
-    case SizeError::kNoNumber: return "expected a number first";
-    case SizeError::kTooLarge: return "the number is too large";
-    case SizeError::kFractionOfByte: return "it has a fraction of a byte";
-    case SizeError::kUnknownUnit: return "unknown unit (use B, KiB, MiB, GiB, TiB, K, M, G, T, KB, MB, GB, TB or %)";
-    case SizeError::kOverflow: return "it does not fit in 64 bits";
-    case SizeError::kPercentNoCapacity: return "a percentage needs a device";
-    case SizeError::kPercentOverHundred: return "it is more than 100%";
-    case SizeError::kNone: break;
-  }
-  return "invalid";
-}
 
 void copy_bounded(char* destination, std::size_t capacity, const char* source) {
   std::size_t length = std::strlen(source);
@@ -32,16 +18,12 @@ void copy_bounded(char* destination, std::size_t capacity, const char* source) {
 
 }  // namespace
 
-const char* qos_name(QosClass qos) {
-  return qos == QosClass::kOpportunistic ? "opportunistic" : "production";
-}
-
 void read_settings(GetEnvFunction getenv, Settings* settings) {
   *settings = Settings{};
-  const char* disable = getenv("GPUSHARE_DISABLE");
+  const char* disable = getenv(env::kDisable);
   settings->disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
 
-  if (const char* level = getenv("GPUSHARE_LOG"); level != nullptr && *level != '\0') {
+  if (const char* level = getenv(env::kLog); level != nullptr && *level != '\0') {
     std::string_view text(level);
     if (text == "error") {
       settings->log_level = LogLevel::kError;
@@ -58,19 +40,15 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
-  if (const char* qos = getenv("GPUSHARE_QOS"); qos != nullptr && *qos != '\0') {
-    if (std::strcmp(qos, "production") == 0) {
-      settings->qos = QosClass::kProduction;
-    } else if (std::strcmp(qos, "opportunistic") == 0) {
-      settings->qos = QosClass::kOpportunistic;
-    } else {
-      std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_QOS '%s': expected production or opportunistic", qos);
+  if (const char* qos = getenv(env::kQos); qos != nullptr && *qos != '\0') {
+    if (!parse_qos(qos, &settings->qos)) {
+      std::snprintf(settings->error, sizeof settings->error, "invalid GPUSHARE_QOS '%s': %s", qos,
+                    kQosExpected);
       return;
     }
   }
 
-  if (const char* spill = getenv("GPUSHARE_SPILL"); spill != nullptr && *spill != '\0') {
+  if (const char* spill = getenv(env::kSpill); spill != nullptr && *spill != '\0') {
     if (std::strcmp(spill, "on") == 0 || std::strcmp(spill, "off") == 0) {
       settings->spill = std::strcmp(spill, "on") == 0;
     } else {
@@ -80,7 +58,7 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
-  if (const char* limit = getenv("GPUSHARE_MEM_LIMIT"); limit != nullptr) {
+  if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
     std::string_view unit;
     SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);
     // A percentage is checked against a nominal 1 TiB device here; the real
@@ -91,22 +69,35 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
     if (error != SizeError::kNone) {
       std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_MEM_LIMIT '%s': %s", limit, size_error_text(error));
+                    "invalid GPUSHARE_MEM_LIMIT: '%s' %s%s%s", limit, size_error_reason(error),
+                    error == SizeError::kUnknownUnit ? " " : "",
+                    error == SizeError::kUnknownUnit ? kSizeUnitsHint : "");
       return;
     }
     if (probe == 0) {
       std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_MEM_LIMIT '%s': must be above 0", limit);
+                    "invalid GPUSHARE_MEM_LIMIT: '%s' must be above 0", limit);
       return;
     }
     settings->has_mem_limit = true;
   }
 
+  if (const char* compute = getenv(env::kCompute);
+      compute != nullptr && *compute != '\0' && std::strcmp(compute, "none") != 0) {
+    if (!parse_compute_percent(compute, &settings->compute_cap_ppm)) {
+      std::snprintf(settings->error, sizeof settings->error, "invalid GPUSHARE_COMPUTE '%s': %s",
+                    compute, kComputeExpected);
+      return;
+    }
+  }
+  const char* debug = getenv(env::kDebug);
+  settings->debug_client = debug != nullptr && *debug != '\0';
+
   // Empty when unset: the coordinator client then names the job after the process.
-  if (const char* job = getenv("GPUSHARE_JOB"); job != nullptr) {
+  if (const char* job = getenv(env::kJob); job != nullptr) {
     copy_bounded(settings->job_name, sizeof settings->job_name, job);
   }
-  if (const char* socket = getenv("GPUSHARE_SOCKET"); socket != nullptr) {
+  if (const char* socket = getenv(env::kSocket); socket != nullptr) {
     if (std::strlen(socket) >= sizeof settings->socket_path) {
       std::snprintf(settings->error, sizeof settings->error,
                     "GPUSHARE_SOCKET is longer than %zu bytes", sizeof settings->socket_path - 1);

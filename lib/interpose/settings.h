@@ -4,25 +4,27 @@
 
 #include <cstdint>
 
-#include "common/size_core.h"
+#include "vocab/job.h"
+#include "vocab/size.h"
 
 namespace gpushare::interpose {
 
 enum class LogLevel : int { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
-enum class QosClass : int { kProduction = 0, kOpportunistic = 1 };
-
-inline constexpr std::uint64_t kNoLimit = ~0ull;
 
 struct Settings {
   bool disabled = false;  ///< GPUSHARE_DISABLE=1: pass everything through
   LogLevel log_level = LogLevel::kError;
-  QosClass qos = QosClass::kProduction;
+  Qos qos = kQosProduction;
   /// GPUSHARE_SPILL=off: an opportunistic job's allocations stay device
   /// memory (a hard wall, as before issue 11); on (the default): managed.
   bool spill = true;
   bool has_mem_limit = false;
   SizeSpec mem_limit;  ///< resolved per device: a percentage needs its capacity
-  char job_name[129] = {};
+  /// GPUSHARE_COMPUTE: a static cap on the share of GPU time; kNoLimit: none.
+  std::uint64_t compute_cap_ppm = kNoLimit;
+  /// GPUSHARE_DEBUG non-empty: the coordinator client logs too.
+  bool debug_client = false;
+  char job_name[kMaxJobNameBytes + 1] = {};
   char socket_path[108] = {};
   /// Non-empty when a setting is invalid: CUDA initialisation then fails
   /// with this message instead of running unlimited.
@@ -31,13 +33,12 @@ struct Settings {
 
 using GetEnvFunction = const char* (*)(const char*);
 
-/// Reads GPUSHARE_DISABLE, GPUSHARE_LOG, GPUSHARE_QOS, GPUSHARE_MEM_LIMIT,
-/// GPUSHARE_SPILL, GPUSHARE_JOB and GPUSHARE_SOCKET. Never fails: errors land in `error`.
+/// Reads the job's environment (vocab/env.h) once: GPUSHARE_DISABLE, _LOG,
+/// _QOS, _MEM_LIMIT, _SPILL, _COMPUTE, _JOB, _SOCKET and _DEBUG. Nothing
+/// else in the job reads them. Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
 
 /// The job's limit on a device of `physical_total` bytes, or kNoLimit.
 std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total);
-
-const char* qos_name(QosClass qos);
 
 }  // namespace gpushare::interpose

@@ -104,7 +104,7 @@ void settle_device(int device, std::uint64_t target) {
   }
   for (std::size_t i = 0; i < count; ++i) {  // restore what fits under the target
     if (g_records[i].on_host == 0) continue;
-    if (target != coord::kNoLimit && resident + g_records[i].bytes > target) continue;
+    if (target != kNoLimit && resident + g_records[i].bytes > target) continue;
     if (migrate(g_keys[i], g_records[i], false)) resident += g_records[i].bytes;
   }
 }
@@ -113,7 +113,7 @@ void settle_device(int device, std::uint64_t target) {
 
 bool managed_backing() {
   const Runtime& rt = g_runtime;
-  return rt.settings.qos == QosClass::kOpportunistic && rt.settings.spill &&
+  return rt.settings.qos == kQosOpportunistic && rt.settings.spill &&
          rt.real.real_cuMemAllocManaged != nullptr && rt.real.real_cuMemAdvise != nullptr &&
          rt.real.real_cuMemPrefetchAsync != nullptr && rt.real.real_cuCtxSetCurrent != nullptr &&
          rt.real.real_cuStreamSynchronize != nullptr;
@@ -131,7 +131,7 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
 
 std::uint64_t spillable_limit(int device) {
   std::uint64_t start = g_runtime.devices[device].start_limit, now = effective_limit(device);
-  if (start == coord::kNoLimit || now == coord::kNoLimit) return coord::kNoLimit;
+  if (start == kNoLimit || now == kNoLimit) return kNoLimit;
   return start > now ? start : now;
 }
 
@@ -143,7 +143,7 @@ void spill_forget(const AllocationRecord& record) {
 }
 
 bool may_wait_for_room(int device) {
-  return g_runtime.settings.qos == QosClass::kProduction && device >= 0 && device < kMaxDevices &&
+  return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
          coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
 }
 

@@ -2,16 +2,14 @@
 
 namespace gpushare::place {
 
-std::string_view to_string(JobClass job_class) {
-  return job_class == JobClass::kProduction ? "production" : "opportunistic";
-}
+std::string_view to_string(Qos job_class) { return qos_name(job_class); }
 
 std::string_view to_string(Order order) { return order == Order::kBinpack ? "binpack" : "spread"; }
 
-std::optional<JobClass> parse_job_class(std::string_view text) {
-  if (text == "production") return JobClass::kProduction;
-  if (text == "opportunistic") return JobClass::kOpportunistic;
-  return std::nullopt;
+std::optional<Qos> parse_job_class(std::string_view text) {
+  Qos qos = kQosProduction;
+  if (!parse_qos(text, &qos)) return std::nullopt;
+  return qos;
 }
 
 std::optional<Order> parse_order(std::string_view text) {
@@ -22,7 +20,7 @@ std::optional<Order> parse_order(std::string_view text) {
 
 const ResidentJob* production_job(const Gpu& gpu) {
   for (const ResidentJob& job : gpu.jobs) {
-    if (job.job_class == JobClass::kProduction) return &job;
+    if (job.job_class == kQosProduction) return &job;
   }
   return nullptr;
 }

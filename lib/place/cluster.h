@@ -13,19 +13,21 @@
 #include <string_view>
 #include <vector>
 
+#include "vocab/job.h"
+
 namespace gpushare::place {
 
-/// AntMan's two job classes: resource-guarantee (production) jobs own their
-/// GPUs; opportunistic jobs share whatever the production jobs leave idle.
-enum class JobClass { kProduction, kOpportunistic };
+// AntMan's two job classes are the QoS classes of vocab/job.h: resource-
+// guarantee (production) jobs own their GPUs; opportunistic jobs share
+// whatever the production jobs leave idle.
 
 /// binpack fills the most used place first; spread the least used.
 enum class Order { kBinpack, kSpread };
 
-std::string_view to_string(JobClass job_class);
+std::string_view to_string(Qos job_class);
 std::string_view to_string(Order order);
 /// "production" or "opportunistic".
-std::optional<JobClass> parse_job_class(std::string_view text);
+std::optional<Qos> parse_job_class(std::string_view text);
 /// "binpack" or "spread".
 std::optional<Order> parse_order(std::string_view text);
 
@@ -63,7 +65,7 @@ struct Tenant {
 /// once on each, with the same id.
 struct ResidentJob {
   std::string id;
-  JobClass job_class = JobClass::kOpportunistic;
+  Qos job_class = kQosOpportunistic;
   std::string tenant;
   std::uint64_t mem_bytes = 0;
 

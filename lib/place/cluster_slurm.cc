@@ -108,7 +108,7 @@ Result<json> parse(std::string_view text, const char* what, const char* list) {
 }
 
 struct Request {
-  std::optional<JobClass> job_class;
+  std::optional<Qos> job_class;
   std::uint64_t mem_bytes = 0;
 };
 
@@ -239,8 +239,8 @@ void place_gres(Node* node, const std::string& id, const std::string& gres_list,
       notes->push_back("job " + id + ": cannot read GPU indices in '" + gres + "': ignored");
       continue;
     }
-    JobClass job_class = request.job_class.value_or(kind == "gpu" ? JobClass::kProduction
-                                                                  : JobClass::kOpportunistic);
+    Qos job_class = request.job_class.value_or(kind == "gpu" ? kQosProduction
+                                                                  : kQosOpportunistic);
     for (int index : *indices) {
       auto gpu = std::find_if(node->gpus.begin(), node->gpus.end(),
                               [&](const Gpu& g) { return g.index == index; });
@@ -249,10 +249,10 @@ void place_gres(Node* node, const std::string& id, const std::string& gres_list,
                          " is not in the cluster file: ignored");
         continue;
       }
-      if (job_class == JobClass::kProduction && production_job(*gpu) != nullptr) {
+      if (job_class == kQosProduction && production_job(*gpu) != nullptr) {
         notes->push_back("job " + id + ": GPU " + std::to_string(index) + " of node " + node->name +
                          " has a production job already: counted opportunistic");
-        job_class = JobClass::kOpportunistic;
+        job_class = kQosOpportunistic;
       }
       gpu->jobs.push_back(ResidentJob{id, job_class, tenant, request.mem_bytes});
     }

@@ -37,7 +37,7 @@ struct ReservedFor {
 
 /// First sighting of a resident job id, to check its other GPUs agree.
 struct JobSighting {
-  JobClass job_class;
+  Qos job_class;
   std::string tenant;
   std::string node;
   int gpu;
@@ -290,7 +290,7 @@ class Loader : private TomlReader {
     for (const ResidentJob& other : gpu.jobs) {
       if (other.id == job.id) return error_at(id_at->source(), where + " appears twice on " + here);
     }
-    if (job.job_class == JobClass::kProduction) {
+    if (job.job_class == kQosProduction) {
       if (const ResidentJob* owner = production_job(gpu)) {
         return error_at(id_at->source(), here + " already runs production job '" + owner->id +
                                              "'; a GPU takes at most one");

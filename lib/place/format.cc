@@ -168,7 +168,7 @@ std::string slurm_arguments(const Placement& placement) {
     nodelist += (nodelist.empty() ? "" : ",") + n.node;
     most = std::max(most, n.gpus.size());
   }
-  bool production = placement.job_class == JobClass::kProduction;
+  bool production = placement.job_class == kQosProduction;
   out += " --nodes=" + std::to_string(placement.nodes.size());
   out += " " + shell_quote("--nodelist=" + nodelist);
   out += std::string(" --gres=") + (production ? "gpu:" : "shard:") + std::to_string(most);
@@ -193,7 +193,7 @@ Result<std::string> env_assignments(const Placement& placement) {
                       "or slurm");
   }
   const NodeGpus& where = placement.nodes.front();
-  bool production = placement.job_class == JobClass::kProduction;
+  bool production = placement.job_class == kQosProduction;
   std::string out;
   out += "export CUDA_VISIBLE_DEVICES=" + joined(where.gpus, ',') + "\n";
   out += std::string("export GPUSHARE_QOS=") + (production ? "production" : "opportunistic") + "\n";

@@ -123,7 +123,7 @@ Placer::State::State(Cluster cluster_in) : cluster(std::move(cluster_in)) {
       std::uint64_t ot_bytes = 0;
       for (const ResidentJob& job : g.jobs) {
         running[job.id].gpus.push_back(static_cast<std::uint32_t>(gpus.size() - 1));
-        if (job.job_class == JobClass::kOpportunistic) {
+        if (job.job_class == kQosOpportunistic) {
           ++ots;
           ot_bytes = saturating_add(ot_bytes, job.mem_bytes);
         }
@@ -249,26 +249,26 @@ ClassDecision Placer::State::decide_class(const Job& job, const std::string& ten
   };
   switch (job.hint) {
     case ClassHint::kOpportunistic:
-      return {JobClass::kOpportunistic, "opportunistic, as asked"};
+      return {kQosOpportunistic, "opportunistic, as asked"};
     case ClassHint::kProduction:
       if (!within) return {std::nullopt, "over quota: " + standing()};
-      return {JobClass::kProduction, explaining ? "production, as asked; " + standing() : ""};
+      return {kQosProduction, explaining ? "production, as asked; " + standing() : ""};
     case ClassHint::kAuto:
       break;
   }
   const auto& threshold = cluster.policy.queue_threshold;
   if (threshold && job.queued_s && *job.queued_s * 1e9 >= static_cast<double>(threshold->count())) {
-    if (!explaining) return {JobClass::kOpportunistic, ""};
+    if (!explaining) return {kQosOpportunistic, ""};
     std::ostringstream text;
     text << "auto: queued " << *job.queued_s << " s, at least [policy] queue_threshold ("
          << static_cast<double>(threshold->count()) / 1e9 << " s), so opportunistic";
-    return {JobClass::kOpportunistic, text.str()};
+    return {kQosOpportunistic, text.str()};
   }
-  if (!explaining) return {within ? JobClass::kProduction : JobClass::kOpportunistic, ""};
+  if (!explaining) return {within ? kQosProduction : kQosOpportunistic, ""};
   if (within) {
-    return {JobClass::kProduction, "auto: within quota (" + standing() + "), so production"};
+    return {kQosProduction, "auto: within quota (" + standing() + "), so production"};
   }
-  return {JobClass::kOpportunistic, "auto: over quota (" + standing() + "), so opportunistic"};
+  return {kQosOpportunistic, "auto: over quota (" + standing() + "), so opportunistic"};
 }
 
 // --- 5. opportunistic -----------------------------------------------------------
@@ -320,7 +320,7 @@ Choice Placer::State::choose_opportunistic(const Job& job) {
 
 // --- 6. apply -------------------------------------------------------------------
 
-void Placer::State::apply(const Job& job, const std::string& tenant, JobClass job_class,
+void Placer::State::apply(const Job& job, const std::string& tenant, Qos job_class,
                           const Choice& choice) {
   std::uint32_t t = tenant_ids.at(tenant);
   if (choice.status == PlacementStatus::kReserved) {
@@ -337,7 +337,7 @@ void Placer::State::apply(const Job& job, const std::string& tenant, JobClass jo
     gp.mem_used_bytes = saturating_add(gp.mem_used_bytes, job.mem_bytes);
     util_sum[g] += job.util;
     gp.util = std::min(1.0, util_sum[g]);
-    if (job_class == JobClass::kProduction) {
+    if (job_class == kQosProduction) {
       has_production[g] = 1;
     } else {
       ++ot_jobs[g];
@@ -345,7 +345,7 @@ void Placer::State::apply(const Job& job, const std::string& tenant, JobClass jo
     }
     refresh_load(g);
   }
-  if (job_class == JobClass::kProduction) {
+  if (job_class == kQosProduction) {
     tenant_usage[t] += static_cast<std::int64_t>(choice.gpus.size());
     domains.set_free(choice.gpus, false);
   }
@@ -375,7 +375,7 @@ Status Placer::State::remove(const std::string& job_id) {
                             [&](const ResidentJob& j) { return j.id == job_id; });
     if (job == gp.jobs.end()) continue;
     gp.mem_used_bytes -= std::min(gp.mem_used_bytes, job->mem_bytes);
-    if (job->job_class == JobClass::kProduction) {
+    if (job->job_class == kQosProduction) {
       has_production[g] = 0;
       auto tenant = tenant_ids.find(job->tenant);
       if (tenant != tenant_ids.end()) --tenant_usage[tenant->second];
@@ -428,7 +428,7 @@ Placement Placer::place(const Job& job, bool explain) {
   if (!decision.job_class) {
     choice.reason = decision.reason;
     choice.rule = "refused before looking at GPUs";
-  } else if (*decision.job_class == JobClass::kProduction) {
+  } else if (*decision.job_class == kQosProduction) {
     choice = s.choose_production(job);
     if (choice.status == PlacementStatus::kReserved && !s.cluster.policy.reserve) {
       choice.reason = "only " + std::to_string(choice.gpus.size()) + " of the " +
@@ -447,7 +447,7 @@ Placement Placer::place(const Job& job, bool explain) {
   if (decision.job_class) s.apply(job, tenant, *decision.job_class, choice);
 
   placement.job_class = decision.job_class;
-  if (!decision.job_class) placement.job_class = JobClass::kProduction;
+  if (!decision.job_class) placement.job_class = kQosProduction;
   placement.status = choice.status;
   placement.reason = choice.reason;
   placement.nodes = s.by_node(choice.gpus);

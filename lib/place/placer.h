@@ -45,7 +45,7 @@ struct Explanation {
 struct Placement {
   std::optional<JobId> job;  ///< nullopt when the record had no usable id
   PlacementStatus status = PlacementStatus::kUnplaced;
-  std::optional<JobClass> job_class;  ///< the class decided; unset for bad input
+  std::optional<Qos> job_class;  ///< the class decided; unset for bad input
   std::vector<NodeGpus> nodes;        ///< by node name; placed or reserved GPUs
   std::string reason;                 ///< why it was reserved or left unplaced
   bool input_error = false;           ///< the record itself was unusable

@@ -52,7 +52,7 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
   const Order gpu_order = job.gpu_order.value_or(cluster.policy.gpu_order);
   const std::string gpu_rule = "gpu_order " + std::string(to_string(gpu_order));
 
-  if (*decision.job_class == JobClass::kProduction) {
+  if (*decision.job_class == kQosProduction) {
     for (std::uint32_t g = 0; g < gpus.size(); ++g) {
       if (chosen[g]) continue;
       const Gpu& gp = gpu(g);

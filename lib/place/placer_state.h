@@ -28,7 +28,7 @@ inline constexpr int kSeveralNodes = 3;
 
 /// A production job's class decision, or its refusal.
 struct ClassDecision {
-  std::optional<JobClass> job_class;  ///< unset: refused (over quota)
+  std::optional<Qos> job_class;  ///< unset: refused (over quota)
   std::string reason;
 };
 
@@ -118,7 +118,7 @@ struct Placer::State {
   Choice choose_opportunistic(const Job& job);
   void release_reservation(const std::string& job_id);
   Status remove(const std::string& job_id);
-  void apply(const Job& job, const std::string& tenant, JobClass job_class, const Choice& choice);
+  void apply(const Job& job, const std::string& tenant, Qos job_class, const Choice& choice);
   std::vector<NodeGpus> by_node(const std::vector<std::uint32_t>& gpus) const;
 
   /// placer_explain.cc

@@ -174,10 +174,10 @@ Result<Order> TomlReader::get_order(const toml::key& key, const toml::node& node
                                      "' must be \"binpack\" or \"spread\", not \"" + *text + "\"");
 }
 
-Result<JobClass> TomlReader::get_class(const toml::key& key, const toml::node& node) const {
+Result<Qos> TomlReader::get_class(const toml::key& key, const toml::node& node) const {
   Result<std::string> text = get_string(key, node);
   if (!text) return text.error();
-  if (std::optional<JobClass> job_class = parse_job_class(*text)) return *job_class;
+  if (std::optional<Qos> job_class = parse_job_class(*text)) return *job_class;
   return error_at(node.source(), "'" + std::string(key.str()) +
                                      "' must be \"production\" or \"opportunistic\", not \"" +
                                      *text + "\"");
@@ -305,7 +305,7 @@ TomlReader::KeyHandler TomlReader::bind_order(Order* out) const {
   });
 }
 
-TomlReader::KeyHandler TomlReader::bind_class(JobClass* out, const toml::node** at) const {
+TomlReader::KeyHandler TomlReader::bind_class(Qos* out, const toml::node** at) const {
   return store(out, at, [this](const toml::key& key, const toml::node& node) {
     return get_class(key, node);
   });

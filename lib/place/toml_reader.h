@@ -68,7 +68,7 @@ class TomlReader {
   Result<double> get_fraction(const toml::key& key, const toml::node& node) const;
   Result<bool> get_bool(const toml::key& key, const toml::node& node) const;
   Result<Order> get_order(const toml::key& key, const toml::node& node) const;
-  Result<JobClass> get_class(const toml::key& key, const toml::node& node) const;
+  Result<Qos> get_class(const toml::key& key, const toml::node& node) const;
   /// A size string ("80GiB") in bytes.
   Result<std::uint64_t> get_size(const toml::key& key, const toml::node& node) const;
 
@@ -98,7 +98,7 @@ class TomlReader {
   KeyHandler bind_fraction(double* out) const;
   KeyHandler bind_bool(bool* out) const;
   KeyHandler bind_order(Order* out) const;
-  KeyHandler bind_class(JobClass* out, const toml::node** at = nullptr) const;
+  KeyHandler bind_class(Qos* out, const toml::node** at = nullptr) const;
   /// A sub-table (`[a.b]`).
   KeyHandler bind_table(const toml::table** out) const;
   /// An array of tables; `header` names it in errors ("[[node.gpu]]").

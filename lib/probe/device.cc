@@ -3,14 +3,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "vocab/uuid.h"
+
 namespace gpushare::probe {
 
-std::string format_uuid(const std::array<std::uint8_t, 16>& u) {
-  char text[48];
-  std::snprintf(text, sizeof text,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
+std::string format_uuid(const std::array<std::uint8_t, 16>& uuid) {
+  char text[kUuidTextBytes];
+  gpushare::format_uuid(uuid.data(), text);
   return text;
 }
 

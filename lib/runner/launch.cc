@@ -3,8 +3,9 @@
 #include <array>
 #include <string_view>
 
+#include "common/properties.h"
 #include "common/units.h"
-#include "coord/job/client.h"
+#include "vocab/env.h"
 
 namespace gpushare {
 namespace {
@@ -28,16 +29,6 @@ std::string prepend_path(const std::string& value, const char* existing) {
   return value + ":" + existing;
 }
 
-// Job names travel in JSON and logs; keep them printable and short.
-Status check_name(const std::string& name) {
-  if (name.empty()) return make_error("job name must not be empty");
-  if (name.size() > 128) return make_error("job name '" + name + "' is longer than 128 bytes");
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) return make_error("job name contains a control character");
-  }
-  return {};
-}
-
 // CUDA_VISIBLE_DEVICES accepts indices and UUIDs ("GPU-..."); so does --gpu.
 Status check_gpu(const std::string& gpu) {
   if (gpu.empty()) return make_error("--gpu needs a device index or UUID");
@@ -53,36 +44,25 @@ Status check_gpu(const std::string& gpu) {
 
 }  // namespace
 
-const char* qos_name(Qos qos) {
-  return qos == Qos::kOpportunistic ? "opportunistic" : "production";
-}
-
 Status apply_properties(RunRequest& request) {
-  for (const std::string& property : request.properties) {
-    std::size_t equals = property.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return make_error("invalid property '" + property + "': expected KEY=VALUE");
-    }
-    std::string key = property.substr(0, equals);
-    std::string value = property.substr(equals + 1);
+  for (const std::string& text : request.properties) {
+    Result<Property> property = split_property(text);
+    if (!property) return property.error();
+    const std::string& key = property->key;
     if (key == "qos") {
-      if (value == "production") {
-        request.qos = Qos::kProduction;
-      } else if (value == "opportunistic") {
-        request.qos = Qos::kOpportunistic;
-      } else {
-        return make_error("invalid qos '" + value + "': expected production or opportunistic");
-      }
-    } else if (key == "mem-limit" || key == "mem") {
-      request.mem_limit = value;
+      Result<Qos> qos = parse_qos_property(property->value);
+      if (!qos) return qos.error();
+      request.qos = *qos;
+    } else if (key == "mem-limit") {
+      request.mem_limit = property->value;
     } else if (key == "name") {
-      request.name = value;
+      request.name = property->value;
     } else if (key == "gpu") {
-      request.gpu = value;
+      request.gpu = property->value;
     } else if (key == "log") {
-      request.log_level = value;
+      request.log_level = property->value;
     } else if (key == "compute") {
-      request.compute = value;
+      request.compute = property->value;
     } else {
       return make_error("unknown property '" + key +
                         "' (known: qos, mem-limit, name, gpu, log, compute)");
@@ -105,41 +85,29 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   // dlmopen namespaces): gpushare-run(1), SECURITY.
   if (!paths.auditor.empty()) set("LD_AUDIT", prepend_path(paths.auditor, getenv("LD_AUDIT")));
   if (request.sim) set("LD_LIBRARY_PATH", prepend_path(paths.sim_dir, getenv("LD_LIBRARY_PATH")));
-  set("GPUSHARE_QOS", qos_name(request.qos));
+  set(env::kQos, qos_name(request.qos));
 
-  if (request.mem_limit) {
+  if (request.mem_limit && *request.mem_limit != "none") {
     // Percentages are resolved by the interposer, which knows the device;
     // everything else is normalised to plain bytes here.
     const std::string& text = *request.mem_limit;
-    if (is_percentage(text)) {
-      Result<std::uint64_t> check = parse_size(text, 100);
-      if (!check) return make_error("invalid --mem-limit: " + check.error().message);
-      if (*check == 0) return make_error("invalid --mem-limit '" + text + "': must be above 0%");
-      set("GPUSHARE_MEM_LIMIT", text);
-    } else {
-      Result<std::uint64_t> bytes = parse_size(text);
-      if (!bytes) return make_error("invalid --mem-limit: " + bytes.error().message);
-      if (*bytes == 0) return make_error("invalid --mem-limit '" + text + "': must be above 0");
-      set("GPUSHARE_MEM_LIMIT", std::to_string(*bytes));
-    }
+    if (Status ok = check_mem_limit(text); !ok) return ok.error();
+    set(env::kMemLimit, is_percentage(text) ? text : std::to_string(*parse_size(text)));
   }
 
   std::string name = request.name ? *request.name : basename_of(request.command.front());
-  if (Status ok = check_name(name); !ok) return ok.error();
-  set("GPUSHARE_JOB", name);
+  if (Status ok = check_job_name_property(name); !ok) return ok.error();
+  set(env::kJob, name);
 
   if (request.gpu) {
     if (Status ok = check_gpu(*request.gpu); !ok) return ok.error();
     set("CUDA_VISIBLE_DEVICES", *request.gpu);
   }
   if (request.compute) {
-    // The grammar of gpushare-ctl set compute= (the interposer's own parser).
-    std::uint64_t ppm = 0;
-    if (!coord::parse_compute_cap(request.compute->c_str(), &ppm)) {
-      return make_error("invalid compute share '" + *request.compute +
-                        "': expected a percentage above 0 and at most 100 (e.g. 30%)");
-    }
-    set("GPUSHARE_COMPUTE", *request.compute);
+    // The grammar of gpushare-ctl set compute= and of the interposer.
+    Result<std::uint64_t> share = parse_compute_share(*request.compute);
+    if (!share) return share.error();
+    if (*share != kNoLimit) set(env::kCompute, *request.compute);
   }
   if (request.log_level) {
     bool known = false;
@@ -148,7 +116,7 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
       return make_error("invalid log level '" + *request.log_level +
                         "': expected error, warning, info or debug");
     }
-    set("GPUSHARE_LOG", *request.log_level);
+    set(env::kLog, *request.log_level);
   }
   return plan;
 }

@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "common/result.h"
+#include "vocab/job.h"
 
 namespace gpushare {
 
-enum class Qos { kProduction, kOpportunistic };
-const char* qos_name(Qos qos);
-
 struct RunRequest {
-  Qos qos = Qos::kProduction;
+  Qos qos = kQosProduction;
   std::optional<std::string> mem_limit;  ///< a size as the user wrote it
   std::optional<std::string> gpu;        ///< an index or a GPU UUID
   std::optional<std::string> name;
@@ -42,8 +40,9 @@ struct LaunchPlan {
 
 using GetEnv = std::function<const char*(const char*)>;
 
-/// Applies -p KEY=VALUE properties to the request (qos, mem-limit, name,
-/// gpu, log). An unknown key or a bad value is an Error naming it.
+/// Applies -p KEY=VALUE properties (common/properties.h: qos, mem-limit,
+/// name, compute, gpu, log) to the request. An unknown key or a bad value
+/// is an Error naming it.
 Status apply_properties(RunRequest& request);
 
 /// Validates the request and computes the environment and argv.

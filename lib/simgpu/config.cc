@@ -7,35 +7,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/size_core.h"
+#include "vocab/size.h"
 
 namespace gpushare::simgpu {
 namespace {
-
-const char* size_error_text(SizeError error) {
-  switch (error) {
-    case SizeError::kNone:
-      return "no error";
-    case SizeError::kEmpty:
-      return "is empty";
-    case SizeError::kNegative:
-      return "is negative";
-    case SizeError::kNoNumber:
-      return "is not a number";
-    case SizeError::kTooLarge:
-    case SizeError::kOverflow:
-      return "is too large";
-    case SizeError::kFractionOfByte:
-      return "is a fraction of a byte";
-    case SizeError::kUnknownUnit:
-      return "has an unknown unit";
-    case SizeError::kPercentNoCapacity:
-      return "is a percentage, which needs a capacity";
-    case SizeError::kPercentOverHundred:
-      return "is over 100%";
-  }
-  return "is invalid";
-}
 
 // Parses one size ("16GiB"); percentages make no sense for a device's size.
 bool parse_one_size(std::string_view text, std::uint64_t* bytes, const char** why) {
@@ -44,7 +19,7 @@ bool parse_one_size(std::string_view text, std::uint64_t* bytes, const char** wh
   SizeError error = parse_size_spec(text, &spec, &unit);
   if (error == SizeError::kNone) error = resolve_size(spec, false, 0, bytes);
   if (error != SizeError::kNone) {
-    *why = size_error_text(error);
+    *why = size_error_reason(error);
     return false;
   }
   return true;
@@ -56,7 +31,7 @@ bool parse_count(std::string_view text, std::uint64_t* value, const char** why) 
   std::string_view rest;
   SizeError error = parse_decimal_prefix(text, &spec, &rest);
   if (error != SizeError::kNone) {
-    *why = size_error_text(error);
+    *why = size_error_reason(error);
     return false;
   }
   if (spec.has_fraction || !rest.empty()) {
@@ -78,7 +53,7 @@ bool parse_milli(std::string_view text, std::uint64_t* milli, const char** why) 
   }
   if (error == SizeError::kNone && !scale_decimal(spec, 1000, milli)) error = SizeError::kTooLarge;
   if (error != SizeError::kNone) {
-    *why = size_error_text(error);
+    *why = size_error_reason(error);
     return false;
   }
   return true;

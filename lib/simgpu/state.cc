@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "vocab/uuid.h"
+
 namespace gpushare::simgpu {
 namespace {
 
@@ -127,10 +129,9 @@ void device_uuid(int index, std::uint8_t uuid[16]) {
 void format_device_uuid(int index, char* text, std::size_t bytes) {
   std::uint8_t u[16];
   device_uuid(index, u);
-  std::snprintf(text, bytes,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
+  char full[kUuidTextBytes];
+  format_uuid(u, full);
+  std::snprintf(text, bytes, "%s", full);
 }
 
 int parse_visible_devices(const char* text, int physical_count, int visible[kMaxDevices]) {

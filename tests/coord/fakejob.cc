@@ -32,6 +32,8 @@
 
 #include "common/units.h"
 #include "coord/job/client.h"
+#include "vocab/env.h"
+#include "vocab/job.h"
 
 namespace {
 
@@ -47,7 +49,7 @@ std::uint64_t clock_ns(clockid_t clock) {
 }
 
 std::string limit_json(std::uint64_t limit) {
-  return limit == coord::kNoLimit ? "null" : std::to_string(limit);
+  return limit == kNoLimit ? "null" : std::to_string(limit);
 }
 
 void reply(const std::string& line) { std::cout << line << '\n' << std::flush; }
@@ -112,19 +114,32 @@ int main(int argc, char** argv) {
       mem_total = *total;
     } else if (arg == "--devices") {
       devices = std::atoi(argv[++i]);
-      if (devices < 1 || devices > coord::kMaxDevices) return fail("--devices takes 1..16");
+      if (devices < 1 || devices > kMaxDevices) return fail("--devices takes 1..16");
     } else {
       return fail("unknown option " + arg);
     }
   }
 
   // What the interposer does at CUDA initialisation.
-  std::uint64_t requested = coord::kNoLimit;
+  std::uint64_t requested = kNoLimit;
   if (const char* text = std::getenv("GPUSHARE_MEM_LIMIT"); text != nullptr && *text != '\0') {
     Result<std::uint64_t> limit = parse_size(text, mem_total);
     if (!limit) return fail("GPUSHARE_MEM_LIMIT: " + limit.error().message);
     requested = *limit;
   }
+  // The job's other variables, read once as the interposer's settings do.
+  if (const char* name = std::getenv(env::kJob); name != nullptr) job.name = name;
+  if (const char* qos = std::getenv(env::kQos); qos != nullptr && !parse_qos(qos, &job.qos)) {
+    return fail(std::string("GPUSHARE_QOS: ") + kQosExpected);
+  }
+  job.socket_path = std::getenv(env::kSocket);
+  if (const char* compute = std::getenv(env::kCompute);
+      compute != nullptr && *compute != '\0' &&
+      !parse_compute_percent(compute, &job.compute_cap_ppm)) {
+    return fail(std::string("GPUSHARE_COMPUTE: ") + kComputeExpected);
+  }
+  const char* debug = std::getenv(env::kDebug);
+  job.debug = debug != nullptr && *debug != '\0';
   job.device_count = devices;
   for (int d = 0; d < devices; ++d) {
     std::memcpy(job.devices[d].uuid, uuid, 16);

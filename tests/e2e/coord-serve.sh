@@ -46,7 +46,7 @@ rm -f "$GPUSHARE_SOCKET"
 expect_exit 2 gpushare-ctl serve --admin-group no-such-group-here
 expect_grep "^gpushare-ctl: error: --admin-group: no group 'no-such-group-here'$" "$scratch/err"
 expect_exit 2 gpushare-ctl serve --idle-grace soon
-expect_grep "^gpushare-ctl: error: --idle-grace: invalid duration 'soon'" "$scratch/err"
+expect_grep "^gpushare-ctl: error: --idle-grace: duration 'soon' is not a number" "$scratch/err"
 expect_grep "^Try 'gpushare-ctl --help' for more information\.$" "$scratch/err"
 expect_exit 1 gpushare-ctl serve --log-file "$scratch/no/such/dir/log"
 [ -e "$GPUSHARE_SOCKET" ] && fail "a failed serve left a socket"

@@ -41,7 +41,7 @@ expect_exit 2 gpushare-ctl watch --interval 0s
 expect_grep "^gpushare-ctl: error: --interval: must be above 0$" "$scratch/err"
 [ ! -s "$scratch/out" ] || fail "a refused watch printed records"
 expect_exit 2 gpushare-ctl watch --interval soon
-expect_grep "^gpushare-ctl: error: --interval: invalid duration 'soon'" "$scratch/err"
+expect_grep "^gpushare-ctl: error: --interval: duration 'soon' is not a number" "$scratch/err"
 
 # The coordinator going away ends a watch with status 1.
 gpushare-ctl watch --interval 20ms >/dev/null 2>"$scratch/watch-err" &

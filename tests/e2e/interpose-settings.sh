@@ -11,7 +11,7 @@ for bad in 8XB -1 0 150% ""; do
     >"$scratch/out" 2>"$scratch/err" || status=$?
   [ "$status" -eq 2 ] || fail "GPUSHARE_MEM_LIMIT='$bad': the client ran (status $status)"
   expect_grep '^init result=1$' "$scratch/out"
-  expect_grep "^gpushare\[[0-9]+\]: error: invalid GPUSHARE_MEM_LIMIT '$bad'.*CUDA initialisation refused" "$scratch/err"
+  expect_grep "^gpushare\[[0-9]+\]: error: invalid GPUSHARE_MEM_LIMIT: '$bad'.*CUDA initialisation refused" "$scratch/err"
 done
 status=0
 env LD_PRELOAD="$interposer" GPUSHARE_QOS=fast "$gs_client" alloc 1MiB >"$scratch/out" 2>"$scratch/err" || status=$?

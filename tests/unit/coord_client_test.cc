@@ -15,6 +15,7 @@
 #include "coord/ctl/client.h"
 #include "coord/server/server.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 using Clock = std::chrono::steady_clock;
 
@@ -61,7 +62,7 @@ struct TempDir {
 JobIdentity identity(const std::string& socket, std::uint64_t limit) {
   JobIdentity job;
   job.name = "unit-job";
-  job.qos = "opportunistic";
+  job.qos = gpushare::kQosOpportunistic;
   job.socket_path = socket.c_str();
   job.device_count = 1;
   for (int i = 0; i < 16; ++i) job.devices[0].uuid[i] = static_cast<unsigned char>(i);

@@ -9,6 +9,7 @@
 
 #include "coord/server/compute_control.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

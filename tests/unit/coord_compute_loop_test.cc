@@ -6,6 +6,7 @@
 #include "coord/server/compute_loop.h"
 #include "coord/server/registry.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include "coord/server/control_block_owner.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

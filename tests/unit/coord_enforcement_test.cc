@@ -3,6 +3,7 @@
 #include "coord/server/enforcement.h"
 #include "coord/server/registry.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

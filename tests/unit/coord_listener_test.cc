@@ -15,6 +15,7 @@
 #include "coord/contract/socket_path.h"
 #include "coord/server/listener.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

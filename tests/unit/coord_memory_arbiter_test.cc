@@ -3,6 +3,7 @@
 
 #include "coord/server/memory_arbiter.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "coord/ctl/properties.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {
@@ -34,8 +35,8 @@ TEST_CASE("bad properties are usage errors naming the property", "[coord][proper
   CHECK(error_of(std::nullopt, {"gpu=1"}) == "property 'gpu' cannot change on a running job");
   CHECK(error_of(std::nullopt, {"qos=best"}) ==
         "invalid qos 'best': expected production or opportunistic");
-  CHECK(error_of(std::nullopt, {"name="}) == "name must not be empty");
-  CHECK(error_of("0", {}) == "invalid mem-limit '0': must be above 0 (or 'none')");
+  CHECK(error_of(std::nullopt, {"name="}) == "job name is empty");
+  CHECK(error_of("0", {}) == "invalid mem-limit '0': must be above 0 (or none)");
   CHECK_THAT(error_of("12 apples", {}), Catch::Matchers::StartsWith("invalid mem-limit: "));
   CHECK_THAT(error_of("150%", {}), Catch::Matchers::StartsWith("invalid mem-limit: "));
 }

@@ -2,7 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include "coord/contract/protocol.h"
+#include "common/properties.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "coord/server/registry.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

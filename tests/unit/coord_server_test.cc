@@ -15,6 +15,7 @@
 
 #include "coord/server/server.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 using namespace std::chrono_literals;
 

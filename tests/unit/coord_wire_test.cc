@@ -6,6 +6,7 @@
 #include "coord/job/wire.h"
 #include "coord/contract/protocol.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 
 namespace {

@@ -4,10 +4,11 @@
 
 #include "interpose/settings.h"
 
-using gpushare::interpose::kNoLimit;
+using gpushare::kNoLimit;
 using gpushare::interpose::LogLevel;
 using gpushare::interpose::mem_limit_for;
-using gpushare::interpose::QosClass;
+using gpushare::kQosOpportunistic;
+using gpushare::kQosProduction;
 using gpushare::interpose::read_settings;
 using gpushare::interpose::Settings;
 
@@ -32,7 +33,7 @@ TEST_CASE("no settings: production, no limit, errors only", "[interpose]") {
   Settings s = settings_from({});
   CHECK(s.error[0] == '\0');
   CHECK_FALSE(s.disabled);
-  CHECK(s.qos == QosClass::kProduction);
+  CHECK(s.qos == kQosProduction);
   CHECK(s.log_level == LogLevel::kError);
   CHECK(mem_limit_for(s, 16ull << 30) == kNoLimit);
   CHECK(std::string(s.job_name).empty());  // the coordinator client names it after the process
@@ -54,7 +55,7 @@ TEST_CASE("every other setting is read", "[interpose]") {
                               {"GPUSHARE_SOCKET", "/run/x.sock"},
                               {"GPUSHARE_DISABLE", "1"}});
   CHECK(s.error[0] == '\0');
-  CHECK(s.qos == QosClass::kOpportunistic);
+  CHECK(s.qos == kQosOpportunistic);
   CHECK(s.log_level == LogLevel::kDebug);
   CHECK(std::string(s.job_name) == "train-1");
   CHECK(std::string(s.socket_path) == "/run/x.sock");
@@ -67,7 +68,7 @@ TEST_CASE("invalid settings are errors naming the variable and value", "[interpo
     return std::string(settings_from(std::move(env)).error);
   };
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "8XB"}}),
-             Catch::Contains("invalid GPUSHARE_MEM_LIMIT '8XB'") && Catch::Contains("unknown unit"));
+             Catch::Contains("invalid GPUSHARE_MEM_LIMIT: '8XB'") && Catch::Contains("unknown unit"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", ""}}), Catch::Contains("empty"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "-1"}}), Catch::Contains("negative"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "0"}}), Catch::Contains("must be above 0"));

@@ -95,7 +95,7 @@ TEST_CASE("invalid settings are refused before exec, naming the value", "[run]")
   refused(zero, "must be above 0");
   RunRequest zero_pct;
   zero_pct.mem_limit = "0%";
-  refused(zero_pct, "above 0%");
+  refused(zero_pct, "'0%': must be above 0");
   RunRequest big_pct;
   big_pct.mem_limit = "150%";
   refused(big_pct, "more than 100%");
@@ -118,7 +118,7 @@ TEST_CASE("properties refine the named options", "[run]") {
   request.command = {"job"};
   request.properties = {"qos=opportunistic", "mem=1GiB", "name=n1", "gpu=GPU-1234", "log=debug"};
   REQUIRE(gpushare::apply_properties(request));
-  CHECK(request.qos == Qos::kOpportunistic);
+  CHECK(request.qos == gpushare::kQosOpportunistic);
   FakeEnv env;
   auto vars = env_of(*plan_launch(request, kPaths, env.getter()));
   CHECK(vars["GPUSHARE_QOS"] == "opportunistic");

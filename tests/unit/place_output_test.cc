@@ -14,7 +14,10 @@
 #include "place/state_writer.h"
 
 using gpushare::place::Cluster;
-using gpushare::place::JobClass;
+using gpushare::Qos;
+using gpushare::kQosOpportunistic;
+using gpushare::kQosProduction;
+using gpushare::place::placement_json;
 using gpushare::place::NodeGpus;
 using gpushare::place::Placement;
 using gpushare::place::PlacementStatus;
@@ -22,7 +25,7 @@ using gpushare::place::Placer;
 
 namespace {
 
-Placement placed(JobClass job_class, std::vector<NodeGpus> nodes) {
+Placement placed(Qos job_class, std::vector<NodeGpus> nodes) {
   Placement p;
   p.job = gpushare::place::JobId{"train-7", {}};
   p.status = PlacementStatus::kPlaced;
@@ -54,13 +57,13 @@ std::vector<gpushare::place::Job> example_jobs() {
 }  // namespace
 
 TEST_CASE("a placement on one node is a record with node and gpus", "[place][output]") {
-  CHECK(placement_json(placed(JobClass::kProduction, {{"n1", {2, 3}}})) ==
+  CHECK(placement_json(placed(kQosProduction, {{"n1", {2, 3}}})) ==
         R"({"kind":"placement","version":1,"job":"train-7","status":"placed",)"
         R"("class":"production","tenant":"vision","node":"n1","gpus":[2,3]})");
 }
 
 TEST_CASE("a placement over several nodes lists them", "[place][output]") {
-  Placement p = placed(JobClass::kOpportunistic, {{"n1", {0}}, {"n2", {1, 2}}});
+  Placement p = placed(kQosOpportunistic, {{"n1", {0}}, {"n2", {1, 2}}});
   p.job = gpushare::place::JobId{"7", 7};
   CHECK(placement_json(p) ==
         R"({"kind":"placement","version":1,"job":7,"status":"placed","class":"opportunistic",)"
@@ -68,7 +71,7 @@ TEST_CASE("a placement over several nodes lists them", "[place][output]") {
 }
 
 TEST_CASE("reserved and unplaced records carry a reason", "[place][output]") {
-  Placement r = placed(JobClass::kProduction, {{"n1", {1}}});
+  Placement r = placed(kQosProduction, {{"n1", {1}}});
   r.status = PlacementStatus::kReserved;
   r.reason = "only 1 of the 2 GPUs";
   CHECK(placement_json(r) ==
@@ -81,7 +84,7 @@ TEST_CASE("reserved and unplaced records carry a reason", "[place][output]") {
 }
 
 TEST_CASE("an explained record has class, choice and rejected GPUs", "[place][output]") {
-  Placement p = placed(JobClass::kProduction, {{"n1", {0}}});
+  Placement p = placed(kQosProduction, {{"n1", {0}}});
   p.explanation =
       gpushare::place::Explanation{"production, as asked",
                                    "the rule",
@@ -94,31 +97,31 @@ TEST_CASE("an explained record has class, choice and rejected GPUs", "[place][ou
 }
 
 TEST_CASE("slurm arguments per class and status", "[place][output][slurm]") {
-  CHECK(slurm_arguments(placed(JobClass::kProduction, {{"n1", {2, 3}}})) ==
+  CHECK(slurm_arguments(placed(kQosProduction, {{"n1", {2, 3}}})) ==
         "--job-name=train-7 --nodes=1 --nodelist=n1 --gres=gpu:2 "
         "--export=ALL,GPUSHARE_QOS=production");
-  CHECK(slurm_arguments(placed(JobClass::kOpportunistic, {{"a", {0}}, {"b", {1, 2}}})) ==
+  CHECK(slurm_arguments(placed(kQosOpportunistic, {{"a", {0}}, {"b", {1, 2}}})) ==
         "--job-name=train-7 --nodes=2 --nodelist=a,b --gres=shard:2 "
         "--export=ALL,GPUSHARE_QOS=opportunistic");
   // An opportunistic job's memory is its limit on the node.
-  Placement limited = placed(JobClass::kOpportunistic, {{"a", {0}}});
+  Placement limited = placed(kQosOpportunistic, {{"a", {0}}});
   limited.mem_bytes = 268435456;
   CHECK(slurm_arguments(limited) ==
         "--job-name=train-7 --nodes=1 --nodelist=a --gres=shard:1 "
         "--export=ALL,GPUSHARE_QOS=opportunistic,GPUSHARE_MEM_LIMIT=268435456");
-  Placement held = placed(JobClass::kProduction, {{"n1", {1}}});
+  Placement held = placed(kQosProduction, {{"n1", {1}}});
   held.status = PlacementStatus::kReserved;
   held.job = gpushare::place::JobId{"it's mine", {}};
   CHECK(slurm_arguments(held) == "--job-name='it'\\''s mine' --hold");
 }
 
 TEST_CASE("env assignments for one placed job", "[place][output][env]") {
-  auto env = env_assignments(placed(JobClass::kProduction, {{"n1", {2, 3}}}));
+  auto env = env_assignments(placed(kQosProduction, {{"n1", {2, 3}}}));
   REQUIRE(env);
   CHECK(*env ==
         "export CUDA_VISIBLE_DEVICES=2,3\nexport GPUSHARE_QOS=production\n"
         "export GPUSHARE_JOB=train-7\nexport GPUSHARE_NODE=n1\n");
-  Placement ot = placed(JobClass::kOpportunistic, {{"node 1", {0}}});
+  Placement ot = placed(kQosOpportunistic, {{"node 1", {0}}});
   ot.mem_bytes = 4096;
   env = env_assignments(ot);
   REQUIRE(env);
@@ -129,11 +132,11 @@ TEST_CASE("env assignments for one placed job", "[place][output][env]") {
 }
 
 TEST_CASE("env refuses a job that is not on exactly one node", "[place][output][env]") {
-  Placement spans = placed(JobClass::kProduction, {{"a", {0}}, {"b", {0}}});
+  Placement spans = placed(kQosProduction, {{"a", {0}}, {"b", {0}}});
   auto env = env_assignments(spans);
   REQUIRE_FALSE(env);
   CHECK_THAT(env.error().message, Catch::StartsWith("job 'train-7' spans 2 nodes"));
-  Placement none = placed(JobClass::kProduction, {});
+  Placement none = placed(kQosProduction, {});
   none.status = PlacementStatus::kUnplaced;
   none.reason = "no room";
   env = env_assignments(none);
@@ -182,7 +185,7 @@ TEST_CASE("the state keeps every field: reservations, policy, odd names, exact f
   h.index = 0;
   h.mem_bytes = 1;
   h.util = 1.0;
-  h.jobs.push_back({"o", JobClass::kOpportunistic, "t \"quoted\"", 0});
+  h.jobs.push_back({"o", kQosOpportunistic, "t \"quoted\"", 0});
   c.nodes.push_back({"ñode", {g, h}});
   c.nodes.push_back({"empty", {}});
   auto back = gpushare::place::parse_cluster(gpushare::place::cluster_to_toml(c), "s.toml");
@@ -230,7 +233,7 @@ TEST_CASE("write_state replaces the file whole, or says why it cannot", "[place]
 }
 
 TEST_CASE("strings in records are escaped as any JSON reader expects", "[place][output]") {
-  Placement p = placed(JobClass::kOpportunistic, {{"n\xc3\xb1", {0}}});
+  Placement p = placed(kQosOpportunistic, {{"n\xc3\xb1", {0}}});
   p.job = gpushare::place::JobId{"a\"b\\c\n\t\x01/", {}};
   p.tenant = "bad \xff byte";
   p.reason = "line\r\nbreak\b\f";

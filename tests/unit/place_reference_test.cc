@@ -16,6 +16,7 @@
 #include "place/placer.h"
 #include "place/state_writer.h"
 
+using namespace gpushare;
 using namespace gpushare::place;
 
 namespace {
@@ -30,19 +31,19 @@ struct Flat {
 
 struct Expected {
   PlacementStatus status = PlacementStatus::kUnplaced;
-  std::optional<JobClass> job_class;
+  std::optional<Qos> job_class;
   std::vector<std::pair<std::string, int>> gpus;  // sorted
 };
 
 std::uint64_t ot_bytes(const Gpu& g) {
   std::uint64_t sum = 0;
-  for (const auto& j : g.jobs) sum += j.job_class == JobClass::kOpportunistic ? j.mem_bytes : 0;
+  for (const auto& j : g.jobs) sum += j.job_class == kQosOpportunistic ? j.mem_bytes : 0;
   return sum;
 }
 
 std::uint32_t ot_count(const Gpu& g) {
   std::uint32_t n = 0;
-  for (const auto& j : g.jobs) n += j.job_class == JobClass::kOpportunistic;
+  for (const auto& j : g.jobs) n += j.job_class == kQosOpportunistic;
   return n;
 }
 
@@ -70,14 +71,14 @@ Expected reference(const Cluster& c, const Job& job) {
   bool within = usage + job.gpus <= quota;
   Expected out;
   if (job.hint == ClassHint::kOpportunistic) {
-    out.job_class = JobClass::kOpportunistic;
+    out.job_class = kQosOpportunistic;
   } else if (job.hint == ClassHint::kProduction) {
-    out.job_class = JobClass::kProduction;
+    out.job_class = kQosProduction;
     if (!within) return out;
   } else {
     bool queued = c.policy.queue_threshold && job.queued_s &&
                   *job.queued_s * 1e9 >= static_cast<double>(c.policy.queue_threshold->count());
-    out.job_class = !queued && within ? JobClass::kProduction : JobClass::kOpportunistic;
+    out.job_class = !queued && within ? kQosProduction : kQosOpportunistic;
   }
 
   const Order node_order = job.node_order.value_or(c.policy.node_order);
@@ -102,7 +103,7 @@ Expected reference(const Cluster& c, const Job& job) {
   };
   const std::size_t need = static_cast<std::size_t>(job.gpus);
 
-  if (*out.job_class == JobClass::kOpportunistic) {
+  if (*out.job_class == kQosOpportunistic) {
     std::vector<const Flat*> candidates;
     for (const Flat& f : flat) {
       const Gpu& g = *f.gpu;
@@ -270,7 +271,7 @@ Cluster random_cluster(std::mt19937& rng, std::vector<std::string>* reserved_ids
       if (pick(2)) g.numa = pick(2);
       std::uint64_t used = 0;
       if (pick(4) == 0) {
-        g.jobs.push_back({"p" + std::to_string(job_serial++), JobClass::kProduction,
+        g.jobs.push_back({"p" + std::to_string(job_serial++), kQosProduction,
                           "t" + std::to_string(pick(3)), (2ull << 30) * pick(3)});
         used += g.jobs.back().mem_bytes;
       } else if (pick(8) == 0) {
@@ -281,7 +282,7 @@ Cluster random_cluster(std::mt19937& rng, std::vector<std::string>* reserved_ids
         }
       }
       for (int k = pick(3); k > 0; --k) {
-        g.jobs.push_back({"o" + std::to_string(job_serial++), JobClass::kOpportunistic,
+        g.jobs.push_back({"o" + std::to_string(job_serial++), kQosOpportunistic,
                           "t" + std::to_string(pick(3)), (1ull << 30) * pick(4)});
         used += g.jobs.back().mem_bytes;
       }

@@ -9,7 +9,9 @@
 
 using gpushare::place::Cluster;
 using gpushare::place::Job;
-using gpushare::place::JobClass;
+using gpushare::Qos;
+using gpushare::kQosOpportunistic;
+using gpushare::kQosProduction;
 using gpushare::place::Placement;
 using gpushare::place::PlacementStatus;
 using gpushare::place::Placer;
@@ -243,7 +245,7 @@ TEST_CASE("a job that holds a reservation gets its GPUs back first", "[place][re
   // quota check, so the 4-GPU job is within quota.
   Placement r = p.place(job_of(R"({"id":"big","tenant":"b","gpus":4,"class":"auto"})"));
   CHECK(r.status == PlacementStatus::kPlaced);
-  CHECK(r.job_class == JobClass::kProduction);
+  CHECK(r.job_class == kQosProduction);
   CHECK(where(r) == "n1:0,1,2,3");
   for (const auto& g : p.cluster().nodes[0].gpus) CHECK_FALSE(g.reservation);
 }
@@ -254,7 +256,7 @@ TEST_CASE("reservations count against the tenant's quota", "[place][reserve][quo
               PlacementStatus::kReserved) == "n1:1,2");
   // b holds 2 of 4: a 3-GPU auto job goes opportunistic.
   Placement o = p.place(job_of(R"({"id":"o","tenant":"b","gpus":3,"class":"auto"})"));
-  CHECK(o.job_class == JobClass::kOpportunistic);
+  CHECK(o.job_class == kQosOpportunistic);
 }
 
 // --- classes and quotas -----------------------------------------------------------------
@@ -266,35 +268,35 @@ TEST_CASE("class: production within quota and refused over it but auto over quot
   // b: quota 4, 1 held by its running job.
   Placement a = p.place(job_of(R"({"id":"a1","tenant":"b","gpus":2,"class":"production"})"));
   CHECK(a.status == PlacementStatus::kPlaced);
-  CHECK(a.job_class == JobClass::kProduction);
+  CHECK(a.job_class == kQosProduction);
   Placement over = p.place(job_of(R"({"id":"a2","tenant":"b","gpus":2,"class":"production"})"));
   CHECK(over.status == PlacementStatus::kUnplaced);
   CHECK_THAT(over.reason, Catch::Contains("over quota: tenant 'b' holds 3 of its 4 quota GPUs"));
   Placement fits = p.place(job_of(R"({"id":"a3","tenant":"b","gpus":1})"));
-  CHECK(fits.job_class == JobClass::kProduction);
+  CHECK(fits.job_class == kQosProduction);
   Placement spill = p.place(job_of(R"({"id":"a4","tenant":"b","gpus":1,"class":"auto"})"));
-  CHECK(spill.job_class == JobClass::kOpportunistic);
+  CHECK(spill.job_class == kQosOpportunistic);
   CHECK(spill.status == PlacementStatus::kPlaced);
   Placement zero = p.place(job_of(R"({"id":"z","tenant":"zero"})"));
-  CHECK(zero.job_class == JobClass::kOpportunistic);
+  CHECK(zero.job_class == kQosOpportunistic);
 }
 
 TEST_CASE("class: an auto job queued past queue_threshold is opportunistic", "[place][quota]") {
   Placer p = placer_of("[policy]\nqueue_threshold = \"10m\"\n" + node("n1") + gpu(0) + gpu(1));
   Placement young = p.place(job_of(R"({"id":"y","tenant":"a","queued_s":599.5})"));
-  CHECK(young.job_class == JobClass::kProduction);
+  CHECK(young.job_class == kQosProduction);
   Placement old = p.place(job_of(R"({"id":"o","tenant":"a","queued_s":600})"));
-  CHECK(old.job_class == JobClass::kOpportunistic);
+  CHECK(old.job_class == kQosOpportunistic);
   Placement insists =
       p.place(job_of(R"({"id":"i","tenant":"a","queued_s":9999,"class":"production"})"));
-  CHECK(insists.job_class == JobClass::kProduction);
+  CHECK(insists.job_class == kQosProduction);
 }
 
 TEST_CASE("a job without a tenant gets the default tenant", "[place][quota]") {
   Placer p = placer_of("[policy]\ndefault_tenant = \"zero\"\n" + node("n1") + gpu(0));
   Placement d = p.place(job_of(R"({"id":"d"})"));
   CHECK(d.tenant == "zero");
-  CHECK(d.job_class == JobClass::kOpportunistic);
+  CHECK(d.job_class == kQosOpportunistic);
 }
 
 // --- opportunistic --------------------------------------------------------------------
@@ -404,7 +406,7 @@ TEST_CASE("placing updates the cluster the next job sees", "[place][state]") {
   const auto& g = p.cluster().nodes[0].gpus[0];
   REQUIRE(g.jobs.size() == 1);
   CHECK(g.jobs[0].id == "a");
-  CHECK(g.jobs[0].job_class == JobClass::kProduction);
+  CHECK(g.jobs[0].job_class == kQosProduction);
   CHECK(g.jobs[0].tenant == "a");
   CHECK(g.jobs[0].mem_bytes == 1024);
   CHECK(g.mem_used_bytes == 1024);
@@ -468,7 +470,7 @@ TEST_CASE("removing a finished job frees its GPUs, memory, utilisation and quota
   CHECK(g[1].util == 0.5);
   // b holds 2 of 4 quota GPUs: a 3-GPU job goes opportunistic.
   Placement x = p.place(job_of(R"({"id":"x","tenant":"b","gpus":3})"));
-  CHECK(x.job_class == JobClass::kOpportunistic);
+  CHECK(x.job_class == kQosOpportunistic);
   CHECK(where(x) == "n1:0,1,2");
   REQUIRE(p.remove("x"));
   REQUIRE(p.remove("a"));
@@ -480,7 +482,7 @@ TEST_CASE("removing a finished job frees its GPUs, memory, utilisation and quota
   CHECK(p.free_gpus_per_node() == std::vector<std::uint32_t>{3});
   // The quota is back: 2 more GPUs for b are production again.
   Placement y = p.place(job_of(R"({"id":"y","tenant":"b","gpus":2})"));
-  CHECK(y.job_class == JobClass::kProduction);
+  CHECK(y.job_class == kQosProduction);
   CHECK(where(y) == "n1:1,2");
   REQUIRE(p.remove("o"));
   CHECK(g[0].jobs.empty());

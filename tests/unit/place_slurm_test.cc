@@ -11,7 +11,9 @@
 using gpushare::place::apply_slurm_state;
 using gpushare::place::Cluster;
 using gpushare::place::expand_hostlist;
-using gpushare::place::JobClass;
+using gpushare::Qos;
+using gpushare::kQosOpportunistic;
+using gpushare::kQosProduction;
 using gpushare::place::SlurmState;
 
 namespace {
@@ -87,12 +89,12 @@ TEST_CASE("running Slurm jobs replace the file's jobs on the GPUs their gres nam
   const auto& gpu0 = cluster.nodes[0].gpus[0];
   REQUIRE(gpu0.jobs.size() == 1);
   CHECK(gpu0.jobs[0].id == "slurm-7");
-  CHECK(gpu0.jobs[0].job_class == JobClass::kProduction);
+  CHECK(gpu0.jobs[0].job_class == kQosProduction);
   CHECK(gpu0.jobs[0].tenant == "vision");
   const auto& gpu1 = cluster.nodes[0].gpus[1];
   REQUIRE(gpu1.jobs.size() == 2);
   CHECK(gpu1.jobs[0].id == "slurm-8");
-  CHECK(gpu1.jobs[0].job_class == JobClass::kOpportunistic);
+  CHECK(gpu1.jobs[0].job_class == kQosOpportunistic);
   CHECK(gpu1.jobs[0].tenant.empty());           // an account that is no tenant
   CHECK(gpu1.jobs[1].mem_bytes == 3ull << 30);  // from the comment
   CHECK(gpu1.mem_used_bytes == 3ull << 30);
@@ -171,9 +173,9 @@ mem = "4GiB"
   const auto& gpus = cluster->nodes.at(0).gpus;
   REQUIRE(gpus[0].jobs.size() == 1);
   CHECK(gpus[0].jobs[0].id == "slurm-1");
-  CHECK(gpus[0].jobs[0].job_class == JobClass::kProduction);
+  CHECK(gpus[0].jobs[0].job_class == kQosProduction);
   REQUIRE(gpus[1].jobs.size() == 2);
   CHECK(gpus[1].jobs[0].id == "slurm-2");
   CHECK(gpus[1].jobs[1].id == "slurm-3");
-  CHECK(gpus[1].jobs[1].job_class == JobClass::kOpportunistic);
+  CHECK(gpus[1].jobs[1].job_class == kQosOpportunistic);
 }

@@ -6,7 +6,9 @@
 #include "place/cluster_toml.h"
 
 using gpushare::place::Cluster;
-using gpushare::place::JobClass;
+using gpushare::Qos;
+using gpushare::kQosOpportunistic;
+using gpushare::kQosProduction;
 using gpushare::place::Order;
 using gpushare::place::parse_cluster;
 
@@ -50,7 +52,7 @@ TEST_CASE("the example cluster file reads completely", "[place][toml]") {
   CHECK(n1.gpus[0].numa == 0);
   REQUIRE(n1.gpus[0].jobs.size() == 1);
   CHECK(n1.gpus[0].jobs[0].id == "llm-pretrain");
-  CHECK(n1.gpus[0].jobs[0].job_class == JobClass::kProduction);
+  CHECK(n1.gpus[0].jobs[0].job_class == kQosProduction);
   CHECK(n1.gpus[0].jobs[0].tenant == "nlp");
   // Without mem_used_bytes, the jobs' memory is the memory used.
   CHECK(n1.gpus[0].mem_used_bytes == 64ull << 30);

@@ -81,20 +81,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "vocab/job.h"
+
 namespace gpushare::coord {
 
-inline constexpr int kMaxDevices = 16;
-/// A limit of "none": the job may use the whole device.
-inline constexpr std::uint64_t kNoLimit = UINT64_MAX;
 
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
-/// Values of LimitsPage::qos.
-inline constexpr std::uint32_t kQosProduction = 0;
-inline constexpr std::uint32_t kQosOpportunistic = 1;
+// LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
+// from there too.
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {

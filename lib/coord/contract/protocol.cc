@@ -5,7 +5,7 @@
 
 #include "common/jsonl.h"
 #include "common/saturate.h"
-#include "coord/job/client.h"  // parse_compute_cap: moves to the shared vocabulary
+#include "common/properties.h"
 
 namespace gpushare::coord {
 namespace {
@@ -131,10 +131,11 @@ Result<Request> parse_register(const Fields& fields) {
   request.name = sanitize_name(*name);
   Result<std::string> qos = fields.string("qos", 32);
   if (!qos) return qos.error();
-  std::optional<std::uint32_t> qos_value = parse_qos(*qos);
-  if (!qos_value)
-    return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
-  request.qos = *qos_value;
+  Qos qos_value = kQosProduction;
+  if (!parse_qos(*qos, &qos_value)) {
+    return make_error("invalid qos '" + *qos + "': " + kQosExpected);
+  }
+  request.qos = qos_value;
   Result<std::uint64_t> hint = fields.number("id_hint", false, 0);
   if (!hint) return hint.error();
   request.id_hint = *hint;
@@ -178,9 +179,11 @@ Result<Request> parse_set(const Fields& fields) {
   if (fields.find("qos") != nullptr) {
     Result<std::string> qos = fields.string("qos", 32);
     if (!qos) return qos.error();
-    request.qos = parse_qos(*qos);
-    if (!request.qos)
-      return make_error("invalid qos '" + *qos + "': expected production or opportunistic");
+    Qos qos_value = kQosProduction;
+    if (!parse_qos(*qos, &qos_value)) {
+      return make_error("invalid qos '" + *qos + "': " + kQosExpected);
+    }
+    request.qos = qos_value;
   }
   if (fields.find("name") != nullptr) {
     Result<std::string> name = fields.string("name", kMaxJobNameBytes);
@@ -219,16 +222,6 @@ std::string records_line(const std::vector<ordered_json>& records) {
 }
 
 }  // namespace
-
-const char* qos_name(std::uint32_t qos) {
-  return qos == kQosOpportunistic ? "opportunistic" : "production";
-}
-
-std::optional<std::uint32_t> parse_qos(std::string_view text) {
-  if (text == "production") return kQosProduction;
-  if (text == "opportunistic") return kQosOpportunistic;
-  return std::nullopt;
-}
 
 Result<Request> parse_request(std::string_view line) {
   if (line.size() > kMaxMessageBytes) {
@@ -351,17 +344,6 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
 }
 
 }  // namespace
-
-Result<std::uint64_t> parse_compute_share(std::string_view text) {
-  if (text == "none") return kNoLimit;
-  std::string value(text);
-  std::uint64_t ppm = 0;
-  if (!parse_compute_cap(value.c_str(), &ppm)) {
-    return make_error("invalid compute share '" + value +
-                      "': expected a percentage above 0 and at most 100 (e.g. 30%), or none");
-  }
-  return ppm;
-}
 
 ordered_json job_record(const JobView& job) {
   ordered_json record = ordered_json::object();

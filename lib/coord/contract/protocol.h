@@ -24,23 +24,16 @@
 
 #include "common/result.h"
 #include "coord/contract/control_block.h"
+#include "coord/contract/version.h"
 
 namespace gpushare::coord {
 
-inline constexpr int kProtocolVersion = 1;
 /// Longest message, newline excluded, either way except records replies.
 inline constexpr std::size_t kMaxMessageBytes = 16 * 1024;
 /// Longest records reply a client accepts.
 inline constexpr std::size_t kMaxReplyBytes = 64 * 1024 * 1024;
-inline constexpr std::size_t kMaxJobNameBytes = 128;
 inline constexpr std::size_t kMaxSelectorBytes = 256;
 
-const char* qos_name(std::uint32_t qos);
-/// A compute cap as `compute=` takes it ("30%", "12.5%"; above 0, at most
-/// 100) in parts per million, or kNoLimit for "none". The one grammar of
-/// gpushare-run -p and gpushare-ctl set.
-Result<std::uint64_t> parse_compute_share(std::string_view text);
-std::optional<std::uint32_t> parse_qos(std::string_view text);
 
 struct DeviceRegistration {
   std::string uuid;  ///< "GPU-..." or "MIG-..."

@@ -1,12 +1,10 @@
 // `gpushare-ctl set JOB [--mem-limit SIZE] [KEY=VALUE]...`: the properties
 // of `gpushare-run -p`, as far as they can change on a running job.
 //
-//   mem-limit (or mem)  SIZE, a percentage of each device ("50%"), or "none"
-//   qos                 production | opportunistic
-//   name                a new name
-//   compute             a cap on the job's share of GPU time (30%: above 0,
-//                       at most 100), or none
-//   gpu, log            fixed for the job's life: refused with a reason
+//   mem-limit (or mem), qos, name, compute   in the grammar of
+//                                            common/properties.h
+//   gpu, log                                 fixed for the job's life:
+//                                            refused with a reason
 // Values are checked here for form; percentages are resolved by the
 // coordinator, which knows each device's capacity.
 #pragma once

@@ -65,7 +65,7 @@ struct Config {
   // node-wide): checked before each connection, since another user may
   // create it first.
   char private_directory[128];
-  char name[wire::kMaxNameBytes + 1];
+  char name[kMaxJobNameBytes + 1];
   char qos[16];
   int device_count;
   unsigned char uuids[kMaxDevices][16];
@@ -522,23 +522,18 @@ void read_process_name(char* out, std::size_t size) {
 }
 
 void configure(const JobIdentity& job, LocalCounters* counters) {
-  const char* debug = getenv("GPUSHARE_DEBUG");
-  g_config.debug = debug != nullptr && *debug != '\0';
+  g_config.debug = job.debug;
   g_config.log = job.log;
   g_config.counters = counters;
   g_state.last_job_id.store(0, std::memory_order_relaxed);
 
-  const char* name = job.name != nullptr ? job.name : getenv("GPUSHARE_JOB");
-  if (name != nullptr && *name != '\0') {
-    copy_text(g_config.name, sizeof g_config.name, name);
+  if (job.name != nullptr && *job.name != '\0') {
+    copy_text(g_config.name, sizeof g_config.name, job.name);
   } else {
     read_process_name(g_config.name, sizeof g_config.name);
   }
-  const char* qos = job.qos != nullptr ? job.qos : getenv("GPUSHARE_QOS");
-  bool opportunistic = qos != nullptr && strcmp(qos, "opportunistic") == 0;
-  copy_text(g_config.qos, sizeof g_config.qos, opportunistic ? "opportunistic" : "production");
-  g_state.fallback_qos.store(opportunistic ? kQosOpportunistic : kQosProduction,
-                             std::memory_order_relaxed);
+  copy_text(g_config.qos, sizeof g_config.qos, qos_name(job.qos));
+  g_state.fallback_qos.store(job.qos, std::memory_order_relaxed);
 
   // An empty path (too long for a unix socket address) means "no coordinator".
   g_config.socket_path[0] = '\0';
@@ -557,14 +552,7 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
   }
 
-  g_config.compute_cap_ppm = kNoLimit;
-  const char* compute = getenv("GPUSHARE_COMPUTE");
-  if (compute != nullptr && *compute != '\0' &&
-      !parse_compute_cap(compute, &g_config.compute_cap_ppm)) {
-    log_line("ignoring GPUSHARE_COMPUTE='%s': expected a share above 0%% and at most 100%%",
-             compute);
-    g_config.compute_cap_ppm = kNoLimit;
-  }
+  g_config.compute_cap_ppm = job.compute_cap_ppm;
   int count = job.device_count < 0 ? 0 : job.device_count;
   g_config.device_count = count > kMaxDevices ? kMaxDevices : count;
   for (int i = 0; i < g_config.device_count; ++i) {

@@ -17,18 +17,8 @@
 // - mem_limit(), paused() read the coordinator's limits page directly: a
 //   limit change is visible to the next allocation, with no IPC.
 //
-// Environment (read once, by client_start, for fields left null):
-//   GPUSHARE_JOB     the job name (default: the process name, /proc/self/comm)
-//   GPUSHARE_QOS     production | opportunistic (default: production)
-//   GPUSHARE_SOCKET  the coordinator socket (default: see socket_path.h)
-//   GPUSHARE_COMPUTE a static compute cap, "30%" (0 < N <= 100; see
-//                    gpushare-run(1)); enforced by the interposer even
-//                    without a coordinator
-//   GPUSHARE_DEBUG   when set and non-empty, the client logs to stderr,
-//                    prefixed "gpushare[PID]: coord: " (unless a log
-//                    function is given)
-// GPUSHARE_MEM_LIMIT is NOT read here: the interposer resolves it per device
-// (percentages need the device's capacity) into requested_limit_bytes.
+// The client reads no environment: the interposer reads the job's
+// variables once (interpose/settings.cc) and hands them over in JobIdentity.
 //
 // When the coordinator goes away, the job keeps its last compute limits
 // too (an opportunistic job never runs wild against a production job).
@@ -53,11 +43,15 @@ struct DeviceIdentity {
 };
 
 struct JobIdentity {
-  const char* name = nullptr;         ///< null: $GPUSHARE_JOB, else the process name
-  const char* qos = nullptr;          ///< "production" | "opportunistic"; null: $GPUSHARE_QOS
-  const char* socket_path = nullptr;  ///< null: $GPUSHARE_SOCKET, else the default path
-  /// Receives one log line (no newline); null: stderr when GPUSHARE_DEBUG is set.
+  const char* name = nullptr;         ///< GPUSHARE_JOB; null or empty: the process name
+  Qos qos = kQosProduction;           ///< GPUSHARE_QOS
+  const char* socket_path = nullptr;  ///< GPUSHARE_SOCKET; null or empty: the default path
+  /// GPUSHARE_COMPUTE: the job's static compute cap, enforced by the
+  /// interposer even without a coordinator; kNoLimit: none.
+  std::uint64_t compute_cap_ppm = kNoLimit;
+  /// Receives one log line (no newline); null: stderr, when `debug`.
   void (*log)(const char* line) = nullptr;
+  bool debug = false;  ///< GPUSHARE_DEBUG: log even without a log function
   int device_count = 0;
   DeviceIdentity devices[kMaxDevices] = {};
 };
@@ -144,10 +138,6 @@ inline bool launch_gated() {
 /// A device's compute limits: the coordinator's while registered, else the
 /// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
 void compute_limits(int device, ComputeView* out);
-
-/// Parses a compute cap as GPUSHARE_COMPUTE takes it ("30%", "30", "12.5%";
-/// above 0, at most 100) into parts per million; false when malformed.
-bool parse_compute_cap(const char* text, std::uint64_t* ppm);
 
 /// Blocks the calling thread while the job is paused (futex wait on the
 /// shared page; also returns when the coordinator goes away).

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coord/job/client.h"
+#include "vocab/uuid.h"
 
 namespace gpushare::coord::wire {
 namespace {
@@ -102,19 +103,6 @@ void put_string(Out& out, const char* text, std::size_t max_bytes) {
 
 }  // namespace
 
-void format_uuid(const unsigned char uuid[16], char* buffer) {
-  static const char kHex[] = "0123456789abcdef";
-  char* p = buffer;
-  memcpy(p, "GPU-", 4);
-  p += 4;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
-    *p++ = kHex[uuid[i] >> 4];
-    *p++ = kHex[uuid[i] & 15];
-  }
-  *p = '\0';
-}
-
 std::size_t write_register(char* buffer, std::size_t size, const RegisterFields& fields) {
   if (size == 0) return 0;
   buffer[0] = '\0';
@@ -124,7 +112,7 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
   out.put(",\"layout_version\":");
   out.number(kLayoutVersion);
   out.put(",\"name\":");
-  put_string(out, fields.name, kMaxNameBytes);
+  put_string(out, fields.name, kMaxJobNameBytes);
   out.put(",\"qos\":");
   put_string(out, fields.qos, 32);
   if (fields.id_hint != 0) {
@@ -137,7 +125,7 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
   }
   out.put(",\"devices\":[");
   for (int i = 0; i < fields.device_count; ++i) {
-    char uuid[48];
+    char uuid[kUuidTextBytes];
     format_uuid(fields.uuids[i], uuid);
     out.put(i == 0 ? "{\"uuid\":\"" : ",{\"uuid\":\"");
     out.put(uuid);
@@ -178,21 +166,3 @@ bool find_string(const char* line, const char* key, char* out, std::size_t size)
 }
 
 }  // namespace gpushare::coord::wire
-
-namespace gpushare::coord {
-
-// Declared in client.h; here, with the other pure parsing, so that the
-// coordinator's protocol code shares it without the client's thread.
-bool parse_compute_cap(const char* text, std::uint64_t* ppm) {
-  if (text == nullptr || *text < '0' || *text > '9') return false;
-  char* end = nullptr;
-  double pct = strtod(text, &end);
-  if (end == text) return false;
-  if (*end == '%') ++end;
-  if (*end != '\0' || !(pct > 0.0) || pct > 100.0) return false;
-  std::uint64_t value = static_cast<std::uint64_t>(pct * 10000.0 + 0.5);
-  *ppm = value == 0 ? 1 : value;
-  return true;
-}
-
-}  // namespace gpushare::coord

@@ -8,11 +8,10 @@
 #include <cstdint>
 
 #include "coord/contract/control_block.h"
+#include "coord/contract/version.h"
 
 namespace gpushare::coord::wire {
 
-inline constexpr int kProtocolVersion = 1;
-inline constexpr std::size_t kMaxNameBytes = 128;
 
 struct RegisterFields {
   const char* name;       ///< any bytes; escaped, invalid UTF-8 replaced by '?', cut at 128 bytes
@@ -29,10 +28,6 @@ struct RegisterFields {
 /// Writes the register message, newline included. Returns its length, or 0
 /// when it does not fit.
 std::size_t write_register(char* buffer, std::size_t size, const RegisterFields& fields);
-
-/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi's form) into a
-/// buffer of at least 41 bytes.
-void format_uuid(const unsigned char uuid[16], char* buffer);
 
 /// Copies the string value of top-level key `key` from a compact JSON line
 /// (as the coordinator writes it) into `out`, undoing simple escapes.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/properties.h"
 #include "common/saturate.h"
 #include "common/units.h"
 

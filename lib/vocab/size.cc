@@ -1,4 +1,4 @@
-#include "common/size_core.h"
+#include "vocab/size.h"
 
 namespace gpushare {
 namespace {
@@ -16,17 +16,17 @@ constexpr Unit kSizeUnits[] = {
     {"k", kKi},
     {"KiB", kKi},
     {"KB", 1000ull},
-    {"M", kKi * kKi},
-    {"MiB", kKi * kKi},
+    {"M", kKi* kKi},
+    {"MiB", kKi* kKi},
     {"MB", 1000ull * 1000},
-    {"G", kKi * kKi * kKi},
-    {"GiB", kKi * kKi * kKi},
+    {"G", kKi* kKi* kKi},
+    {"GiB", kKi* kKi* kKi},
     {"GB", 1000ull * 1000 * 1000},
-    {"T", kKi * kKi * kKi * kKi},
-    {"TiB", kKi * kKi * kKi * kKi},
+    {"T", kKi* kKi* kKi* kKi},
+    {"TiB", kKi* kKi* kKi* kKi},
     {"TB", 1000ull * 1000 * 1000 * 1000},
-    {"P", kKi * kKi * kKi * kKi * kKi},
-    {"PiB", kKi * kKi * kKi * kKi * kKi},
+    {"P", kKi* kKi* kKi* kKi* kKi},
+    {"PiB", kKi* kKi* kKi* kKi* kKi},
 };
 
 }  // namespace
@@ -85,7 +85,7 @@ SizeError parse_size_spec(std::string_view text, SizeSpec* spec, std::string_vie
     spec->multiplier = candidate.multiplier;
     std::uint64_t ignored;
     return scale_decimal(*spec, spec->multiplier, &ignored) ? SizeError::kNone
-                                                             : SizeError::kOverflow;
+                                                            : SizeError::kOverflow;
   }
   return SizeError::kUnknownUnit;
 }
@@ -103,6 +103,32 @@ SizeError resolve_size(const SizeSpec& spec, bool has_capacity, std::uint64_t ca
   scaled /= static_cast<unsigned __int128>(100) * spec.fraction_scale;
   *bytes = static_cast<std::uint64_t>(scaled);
   return SizeError::kNone;
+}
+
+const char* size_error_reason(SizeError error) {
+  switch (error) {
+    case SizeError::kEmpty:
+      return "is empty";
+    case SizeError::kNegative:
+      return "is negative";
+    case SizeError::kNoNumber:
+      return "is not a number";
+    case SizeError::kTooLarge:
+      return "is too large";
+    case SizeError::kFractionOfByte:
+      return "has a fraction of a byte";
+    case SizeError::kUnknownUnit:
+      return "has an unknown unit";
+    case SizeError::kOverflow:
+      return "does not fit in 64 bits";
+    case SizeError::kPercentNoCapacity:
+      return "is a percentage, but no device capacity is known here";
+    case SizeError::kPercentOverHundred:
+      return "is more than 100%";
+    case SizeError::kNone:
+      break;
+  }
+  return "is invalid";
 }
 
 }  // namespace gpushare

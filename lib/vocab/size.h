@@ -1,7 +1,8 @@
-// The size grammar of units.h as allocation-free, exception-free code, so
-// that the interposer (which may not depend on libstdc++) parses
-// GPUSHARE_MEM_LIMIT exactly as gpushare-run does. units.cc turns these
-// error codes into messages.
+// The size grammar ("16GiB", "1.5G", "50%") as allocation-free,
+// exception-free code, so that the interposer (which may not depend on
+// libstdc++) parses GPUSHARE_MEM_LIMIT exactly as gpushare-run does, and the
+// one table of what is wrong with a size, which every caller words its
+// message with.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,7 @@ struct SizeSpec {
   std::uint64_t fraction_scale = 1;  ///< 10^(number of fraction digits)
   bool has_fraction = false;
   bool percent = false;
-  std::uint64_t multiplier = 1;      ///< bytes per unit (1 for percentages)
+  std::uint64_t multiplier = 1;  ///< bytes per unit (1 for percentages)
 };
 
 /// Parses the text; on kUnknownUnit, `*unit` is the offending unit text.
@@ -44,5 +45,13 @@ SizeError parse_decimal_prefix(std::string_view text, SizeSpec* spec, std::strin
 
 /// whole * multiplier + fraction * multiplier / scale, false on overflow.
 bool scale_decimal(const SizeSpec& number, std::uint64_t multiplier, std::uint64_t* result);
+
+/// What is wrong, worded to follow the quoted text: "'8XB' has an unknown
+/// unit". "invalid" for kNone (a caller's mistake).
+const char* size_error_reason(SizeError error);
+
+/// The units a size may have, for messages: "(use B, KiB, ... or %)".
+inline constexpr const char* kSizeUnitsHint =
+    "(use B, KiB, MiB, GiB, TiB, K, M, G, T, KB, MB, GB, TB or %)";
 
 }  // namespace gpushare

@@ -1,0 +1,53 @@
+#include "common/properties.h"
+
+#include "common/units.h"
+
+namespace gpushare {
+
+Result<Property> split_property(std::string_view text) {
+  std::size_t equals = text.find('=');
+  if (equals == std::string_view::npos || equals == 0) {
+    return make_error("invalid property '" + std::string(text) + "': expected KEY=VALUE");
+  }
+  Property property{std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
+  if (property.key == "mem") property.key = "mem-limit";
+  return property;
+}
+
+Status check_mem_limit(std::string_view text) {
+  if (text == "none") return {};
+  Result<std::uint64_t> bytes = is_percentage(text) ? parse_size(text, 100) : parse_size(text);
+  if (!bytes) return make_error("invalid mem-limit: " + bytes.error().message);
+  if (*bytes == 0) {
+    return make_error("invalid mem-limit '" + std::string(text) + "': must be above 0 (or none)");
+  }
+  return {};
+}
+
+Result<Qos> parse_qos_property(std::string_view text) {
+  Qos qos = kQosProduction;
+  if (!parse_qos(text, &qos)) {
+    return make_error("invalid qos '" + std::string(text) + "': " + kQosExpected);
+  }
+  return qos;
+}
+
+Status check_job_name_property(std::string_view name) {
+  JobNameError error = check_job_name(name);
+  if (error == JobNameError::kNone) return {};
+  // Only a long name is echoed: control characters would garble the terminal.
+  // An empty one has nothing to show.
+  std::string shown = error == JobNameError::kTooLong ? " '" + std::string(name) + "'" : "";
+  return make_error("job name" + shown + " " + job_name_error_reason(error));
+}
+
+Result<std::uint64_t> parse_compute_share(std::string_view text) {
+  if (text == "none") return kNoLimit;
+  std::uint64_t ppm = 0;
+  if (!parse_compute_percent(text, &ppm)) {
+    return make_error("invalid compute share '" + std::string(text) + "': " + kComputeExpected);
+  }
+  return ppm;
+}
+
+}  // namespace gpushare

@@ -1,0 +1,42 @@
+// The one grammar of a job's properties, shared by `gpushare-run -p
+// KEY=VALUE` (and its options) and `gpushare-ctl set JOB KEY=VALUE`:
+//
+//   mem-limit (or mem)  SIZE, a percentage of each device ("50%"), or none;
+//                       above 0
+//   qos                 production | opportunistic
+//   name                1-128 bytes, no control characters
+//   compute             a share of GPU time: above 0%, at most 100%, or none
+//   gpu, log            at start only (gpushare-run)
+//
+// Each check returns the message a person sees after "error: ".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "vocab/job.h"
+
+namespace gpushare {
+
+struct Property {
+  std::string key;  ///< canonical: "mem" is given as "mem-limit"
+  std::string value;
+};
+
+/// Splits "KEY=VALUE" (KEY non-empty; VALUE may contain '=').
+Result<Property> split_property(std::string_view text);
+
+/// A memory limit's form; percentages are resolved later against each
+/// device. "none" passes.
+Status check_mem_limit(std::string_view text);
+
+Result<Qos> parse_qos_property(std::string_view text);
+
+Status check_job_name_property(std::string_view name);
+
+/// A compute share in parts per million; "none" is kNoLimit.
+Result<std::uint64_t> parse_compute_share(std::string_view text);
+
+}  // namespace gpushare
