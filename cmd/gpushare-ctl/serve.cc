@@ -19,6 +19,7 @@
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/diag.h"
 #include "common/exit_status.h"
@@ -91,103 +92,116 @@ Result<std::FILE*> open_log(const std::string& path) {
   return log;
 }
 
-}  // namespace
+// Why serve() stops before running: the message and the exit status.
+struct Refusal {
+  std::string message;
+  int status = exit_status::kFailure;
+};
 
-int serve(const CtlOptions& options) {
-  coord::ServerOptions server;
+int refuse(const Refusal& refusal) {
+  diag::error(refusal.message);
+  if (refusal.status == exit_status::kUsage) diag::usage_hint();
+  return refusal.status;
+}
+
+// Checks every option, before the socket is taken, into `server`.
+std::optional<Refusal> check_options(const CtlOptions& options, coord::ServerOptions& server) {
   server.socket_path = socket_path(options, &server.private_directory);
   if (server.socket_path.empty()) {
-    diag::error("the default socket path is too long; give --socket PATH");
-    return exit_status::kFailure;
+    return Refusal{"the default socket path is too long; give --socket PATH"};
   }
-
-  // Check every option before taking the socket.
   if (!options.admin_group.empty()) {
     group* entry = getgrnam(options.admin_group.c_str());
     if (entry == nullptr) {
-      diag::error("--admin-group: no group '" + options.admin_group + "'");
-      diag::usage_hint();
-      return exit_status::kUsage;
+      return Refusal{"--admin-group: no group '" + options.admin_group + "'", exit_status::kUsage};
     }
     server.policy.admin_gid = entry->gr_gid;
     server.policy.admin_group_name = options.admin_group;
   }
   Result<std::chrono::nanoseconds> grace = parse_duration(options.idle_grace);
-  if (!grace) {
-    diag::error("--idle-grace: " + grace.error().message);
-    diag::usage_hint();
-    return exit_status::kUsage;
-  }
+  if (!grace) return Refusal{"--idle-grace: " + grace.error().message, exit_status::kUsage};
   Result<coord::ViolationAction> action = coord::parse_violation_action(options.on_violation);
-  if (!action) {
-    diag::error("--on-violation: " + action.error().message);
-    diag::usage_hint();
-    return exit_status::kUsage;
-  }
+  if (!action) return Refusal{"--on-violation: " + action.error().message, exit_status::kUsage};
   server.violation_action = *action;
   server.idle_exit = options.idle_exit;
   server.compute_policy = *coord::parse_compute_policy(options.compute_policy);  // checked by main
   server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
+  return std::nullopt;
+}
 
-  // The socket's directory first: the log usually lives beside the socket
-  // (gpushare-run puts it there), and a per-user directory must be checked
-  // as ours before anything is created in it.
+// The socket's directory first: the log usually lives beside the socket
+// (gpushare-run puts it there), and a per-user directory must be checked as
+// ours before anything is created in it. Then diagnostics go to the log
+// file, so that later failures are still seen.
+std::optional<Refusal> prepare_directory_and_log(const CtlOptions& options,
+                                                 const coord::ServerOptions& server,
+                                                 std::FILE** log) {
   if (Status ready = coord::prepare_socket_directory(server.socket_path, server.private_directory);
       !ready) {
-    diag::error(ready.error().message);
-    return exit_status::kFailure;
+    return Refusal{ready.error().message};
   }
-  // Log to the file from here on, so that its failures are still seen.
-  std::FILE* log = nullptr;
   if (!options.log_file.empty()) {
     Result<std::FILE*> opened = open_log(options.log_file);
-    if (!opened) {
-      diag::error(opened.error().message);
-      return exit_status::kFailure;
-    }
-    log = *opened;
-    diag::set_stream(log);
+    if (!opened) return Refusal{opened.error().message};
+    *log = *opened;
+    diag::set_stream(*log);
   }
   diag::set_verbosity(diag::Verbosity::kVerbose);
+  return std::nullopt;
+}
+
+// The one stdout record: whoever started us waits for it.
+void announce(const std::string& path) {
+  diag::note(stamped("coordinator " + std::to_string(getpid()) + " listening on " + path));
+  nlohmann::ordered_json ready = {{"socket", path}, {"pid", getpid()}};
+  JsonLinesWriter(std::cout).write("coordinator", 1, ready);
+}
+
+void note_stop(coord::StopReason reason, const CtlOptions& options, int signal_fd) {
+  if (reason == coord::StopReason::kIdle) {
+    diag::note(stamped("no jobs for " + options.idle_grace + "; exiting"));
+    return;
+  }
+  signalfd_siginfo info{};
+  ssize_t n = read(signal_fd, &info, sizeof info);
+  const char* name = n == sizeof info ? sigabbrev_np(static_cast<int>(info.ssi_signo)) : nullptr;
+  diag::note(stamped(std::string("stopping on SIG") + (name != nullptr ? name : "TERM")));
+}
+
+void close_log(std::FILE* log) {
+  if (log == nullptr) return;
+  diag::set_stream(nullptr);
+  std::fclose(log);
+}
+
+}  // namespace
+
+int serve(const CtlOptions& options) {
+  coord::ServerOptions server;
+  if (std::optional<Refusal> refused = check_options(options, server)) return refuse(*refused);
+  std::FILE* log = nullptr;
+  if (std::optional<Refusal> refused = prepare_directory_and_log(options, server, &log)) {
+    return refuse(*refused);
+  }
   server.note = [](const std::string& line) { diag::note(stamped(line)); };
   server.warning = [](const std::string& line) { diag::warning(stamped(line)); };
 
   Signals signals;
   if (!take_signals(signals)) {
-    diag::error(std::string("cannot take signals: ") + std::strerror(errno));
-    return exit_status::kFailure;
+    return refuse({std::string("cannot take signals: ") + std::strerror(errno)});
   }
   server.stop_fd = signals.fd;
 
   Result<std::unique_ptr<coord::Server>> coordinator = coord::Server::open(std::move(server));
-  if (!coordinator) {
-    diag::error(coordinator.error().message);
-    return exit_status::kFailure;
-  }
-  const std::string& path = (*coordinator)->socket_path();
-  diag::note(stamped("coordinator " + std::to_string(getpid()) + " listening on " + path));
-  nlohmann::ordered_json ready = {{"socket", path}, {"pid", getpid()}};
-  JsonLinesWriter(std::cout).write("coordinator", 1, ready);
+  if (!coordinator) return refuse({coordinator.error().message});
+  announce((*coordinator)->socket_path());
 
   Result<coord::StopReason> stopped = (*coordinator)->run();
-  if (!stopped) {
-    diag::error(stopped.error().message);
-    return exit_status::kFailure;
-  }
-  if (*stopped == coord::StopReason::kIdle) {
-    diag::note(stamped("no jobs for " + options.idle_grace + "; exiting"));
-  } else {
-    signalfd_siginfo info{};
-    ssize_t n = read(signals.fd, &info, sizeof info);
-    const char* name = n == sizeof info ? sigabbrev_np(static_cast<int>(info.ssi_signo)) : nullptr;
-    diag::note(stamped(std::string("stopping on SIG") + (name != nullptr ? name : "TERM")));
-  }
+  if (!stopped) return refuse({stopped.error().message});
+  note_stop(*stopped, options, signals.fd);
   coordinator->reset();  // closes every connection and removes the socket
-  if (log != nullptr) {
-    diag::set_stream(nullptr);
-    std::fclose(log);
-  }
+  close_log(log);
   return exit_status::kSuccess;
 }
 
