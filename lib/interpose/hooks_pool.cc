@@ -117,7 +117,9 @@ int learn_pool_locked(CUmemoryPool pool) {
                  (driver.device_pool != nullptr &&
                   driver.device_pool(&found, device) == CUDA_SUCCESS && found == pool);
     if (match) {
-      g_pools.insert(key_of(pool), AllocationRecord{0, device, 0});
+      AllocationRecord record{0, device, 0};
+      record.spillable = 1;  // a device's own pool is never exportable
+      g_pools.insert(key_of(pool), record);
       return device;
     }
   }
@@ -213,8 +215,38 @@ CUresult allocate_from(CUmemoryPool pool, std::uint64_t bytes, CUdeviceptr* poin
   return result;
 }
 
-CUresult allocate_async(CUdeviceptr* pointer, std::uint64_t bytes,
-                        CUresult (*call)(CUdeviceptr*, size_t, CUstream), CUstream stream) {
+// Whether an allocation from `pool` may be managed memory instead (the pool
+// is not exportable: a device's default pool, or one created without IPC
+// handle types); its device in *device.
+bool pool_may_spill(CUmemoryPool pool, int* device) {
+  PoolLock lock;
+  AllocationRecord record{0, -1, 0};
+  if (!g_pools.find(key_of(pool), &record)) {
+    record.device = learn_pool_locked(pool);
+    record.spillable = record.device >= 0 ? 1 : 0;
+  }
+  *device = record.device;
+  return record.spillable != 0 && valid_device(record.device);
+}
+
+// An opportunistic job's stream-ordered allocation from `pool`, backed by
+// managed memory on the pool's device (spill_async.cc) when the pool may
+// be. False when it stays the pool's.
+bool spillable_pool_allocation(const char* api, CUdeviceptr* pointer, std::uint64_t bytes,
+                               CUmemoryPool pool, CUstream stream, bool per_thread,
+                               CUresult* result) {
+  int device = -1;
+  if (pointer == nullptr || bytes == 0 || pool == nullptr || !managed_backing() ||
+      !pool_may_spill(pool, &device)) {
+    return false;
+  }
+  *result = allocate_spillable_async(api, pointer, bytes, device, stream, per_thread);
+  return true;
+}
+
+CUresult allocate_async(const char* api, CUdeviceptr* pointer, std::uint64_t bytes,
+                        CUresult (*call)(CUdeviceptr*, size_t, CUstream), CUstream stream,
+                        bool per_thread) {
   int device = current_device();
   const PoolDriver& driver = pool_driver();
   CUmemoryPool pool = nullptr;
@@ -224,6 +256,9 @@ CUresult allocate_async(CUdeviceptr* pointer, std::uint64_t bytes,
     return allocate_per_request(
         bytes, [&] { return call(pointer, bytes, stream); }, pointer);
   }
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation(api, pointer, bytes, pool, stream, per_thread, &spilled))
+    return spilled;
   return allocate_from(pool, bytes, pointer, [&] { return call(pointer, bytes, stream); });
 }
 
@@ -254,13 +289,13 @@ void pool_after_free(std::uint64_t pointer, const AllocationRecord& record, bool
 CUresult gs_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
   GS_REAL(cuMemAllocAsync);
   if (disabled()) return real(dptr, bytesize, stream);
-  return allocate_async(dptr, bytesize, real, stream);
+  return allocate_async("cuMemAllocAsync", dptr, bytesize, real, stream, false);
 }
 
 CUresult gs_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
   GS_REAL(cuMemAllocAsync_ptsz);
   if (disabled()) return real(dptr, bytesize, stream);
-  return allocate_async(dptr, bytesize, real, stream);
+  return allocate_async("cuMemAllocAsync_ptsz", dptr, bytesize, real, stream, true);
 }
 
 CUresult gs_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
@@ -268,6 +303,11 @@ CUresult gs_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemory
   GS_REAL(cuMemAllocFromPoolAsync);
   if (disabled()) return real(dptr, bytesize, pool, stream);
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation("cuMemAllocFromPoolAsync", dptr, bytesize, pool, stream, false,
+                                &spilled)) {
+    return spilled;
+  }
   return allocate_from(pool, bytesize, dptr, [&] { return real(dptr, bytesize, pool, stream); });
 }
 
@@ -276,6 +316,11 @@ CUresult gs_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUm
   GS_REAL(cuMemAllocFromPoolAsync_ptsz);
   if (disabled()) return real(dptr, bytesize, pool, stream);
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, pool, stream, true,
+                                &spilled)) {
+    return spilled;
+  }
   return allocate_from(pool, bytesize, dptr, [&] { return real(dptr, bytesize, pool, stream); });
 }
 
@@ -285,8 +330,10 @@ namespace {
 // to its pool's charge; anything else is an ordinary allocation freed
 // stream-ordered.
 template <typename Free>
-CUresult free_async(CUdeviceptr dptr, Free free_it) {
+CUresult free_async(CUdeviceptr dptr, CUstream stream, bool per_thread, Free free_it) {
   if (disabled()) return free_it();
+  CUresult deferred = CUDA_SUCCESS;
+  if (free_spillable_async(dptr, stream, per_thread, &deferred)) return deferred;
   AllocationRecord record{0, -1, 0};
   if (!pool_take(dptr, &record)) return free_charged(dptr, free_it);
   CUresult result = free_it();
@@ -298,12 +345,12 @@ CUresult free_async(CUdeviceptr dptr, Free free_it) {
 
 CUresult gs_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
   GS_REAL(cuMemFreeAsync);
-  return free_async(dptr, [&] { return real(dptr, stream); });
+  return free_async(dptr, stream, false, [&] { return real(dptr, stream); });
 }
 
 CUresult gs_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
   GS_REAL(cuMemFreeAsync_ptsz);
-  return free_async(dptr, [&] { return real(dptr, stream); });
+  return free_async(dptr, stream, true, [&] { return real(dptr, stream); });
 }
 
 CUresult gs_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
@@ -316,7 +363,10 @@ CUresult gs_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
   if (valid_device(props->location.id)) {
     PoolLock lock;
-    g_pools.insert(key_of(*pool), AllocationRecord{0, props->location.id, 0});
+    AllocationRecord record{0, props->location.id, 0};
+    // An exportable pool's memory must stay the pool's (IPC handles).
+    record.spillable = props->handleTypes == CU_MEM_HANDLE_TYPE_NONE ? 1 : 0;
+    g_pools.insert(key_of(*pool), record);
   }
   return result;
 }

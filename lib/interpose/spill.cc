@@ -170,6 +170,7 @@ bool wait_for_room_step(std::uint64_t deadline_ns) {
 }
 
 void spill_tick() {
+  drain_deferred_frees();
   if (!managed_backing()) return;
   int count = g_runtime.device_count.load(std::memory_order_acquire);
   for (int device = 0; device < count && device < kMaxDevices; ++device) {

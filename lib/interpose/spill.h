@@ -1,7 +1,8 @@
 // Elastic memory on the job's side (issue 11, design decision 6).
 //
 // An opportunistic job's cuMemAlloc family (plain and pitch, _v2; the
-// stream-ordered pools keep device memory, see hooks_pool.cc) is backed by
+// stream-ordered cuMemAllocAsync and cuMemAllocFromPoolAsync from pools
+// that are not exportable, see spill_async.cc) is backed by
 // managed memory advised to prefer the job's device: the program gets a
 // device pointer that works everywhere a device pointer does, and the
 // memory can move to the host without the program noticing (only its
@@ -84,6 +85,21 @@ CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Al
   request_room(device, unreserved, false);
   return result;
 }
+
+/// Stream-ordered allocation of `bytes` on `device` backed by managed memory
+/// (spill_async.cc): charged against spillable_limit, recorded spillable;
+/// reuses a pending free of the same size on the same stream.
+CUresult allocate_spillable_async(const char* api, CUdeviceptr* pointer, std::size_t bytes,
+                                  int device, CUstream stream, bool per_thread);
+/// cuMemFreeAsync of a spillable allocation: the free waits for `stream` to
+/// reach this point (an event, drained later); *result is the call's answer.
+/// False when `pointer` is not a spillable allocation.
+bool free_spillable_async(CUdeviceptr pointer, CUstream stream, bool per_thread, CUresult* result);
+/// Frees the deferred frees whose streams have reached them; cheap when
+/// none pend.
+void drain_deferred_frees();
+/// How many stream-ordered frees wait for their streams.
+std::size_t deferred_free_count();
 
 /// One tick of the client thread: moves memory toward each device's
 /// target. Not reentrant (the client thread is its only caller).
