@@ -6,10 +6,13 @@
 // buffer, and keeps an FNV-1a checksum of what it wrote. After the last
 // iteration it reads every block back and compares: memory that moved
 // (a spill to the host and back) or was reallocated under the program's
-// feet shows up as a mismatch at a named offset.
+// feet shows up as a mismatch at a named offset. --verify-every N runs the
+// same check after every N iterations too (the stress tests check data
+// after each spill and restore this way).
 #include "workload.h"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -197,9 +200,12 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
   auto run_start = std::chrono::steady_clock::now();
   auto deadline = run_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(options.duration_s));
-  for (long iteration = 0; options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
-                                                  : iteration < options.iterations;
-       ++iteration) {
+  auto more = [&](long iteration) {
+    if (!options.stop_file.empty() && access(options.stop_file.c_str(), F_OK) == 0) return false;
+    return options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
+                                  : iteration < options.iterations;
+  };
+  for (long iteration = 0; more(iteration); ++iteration) {
     auto start = std::chrono::steady_clock::now();
     // The host's share of an iteration: the GPU has nothing of this job's
     // to run meanwhile, as while a real job loads its next batch.
@@ -241,10 +247,15 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     result.kernels += options.kernels_per_iteration;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
     if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
+    if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {
+      WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
+      ++result.verifications;
+    }
   }
   result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
 
   WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
+  ++result.verifications;
   WORKLOAD_TRY(release(options.alloc, *working_set, device.stream));
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
   return result;
