@@ -63,6 +63,20 @@ bool migrate(std::uint64_t key, const AllocationRecord& record, bool to_host) {
   return true;
 }
 
+// The device's free memory as the driver sees it, in `context`.
+bool device_room(std::uint64_t context, std::uint64_t* room) {
+  RealDriver& real = g_runtime.real;
+  if (context == 0 || real.real_cuMemGetInfo_v2 == nullptr ||
+      real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(context)) != CUDA_SUCCESS) {
+    return false;
+  }
+  std::size_t free = 0, total = 0;
+  CUresult result = real.real_cuMemGetInfo_v2(&free, &total);
+  real.real_cuCtxSetCurrent(nullptr);
+  *room = free;
+  return result == CUDA_SUCCESS;
+}
+
 // The spillable records of `device` in the scratch arrays, largest first.
 std::size_t collect(int device) {
   std::size_t total = g_runtime.allocations.keys(g_keys, kMaxScanned), count = 0;
@@ -102,10 +116,23 @@ void settle_device(int device, std::uint64_t target) {
     }
     return;
   }
-  for (std::size_t i = 0; i < count; ++i) {  // restore what fits under the target
+  // Restore what fits under the target and in the device's free memory
+  // now: the arbiter knows only registered jobs (not a production job that
+  // has not registered again after a coordinator restart, nor memory the
+  // driver has yet to take back from a killed process), and a prefetch to a
+  // full device would leave pages on the host while we count them back.
+  std::uint64_t room = 0;
+  bool measured = false;
+  for (std::size_t i = 0; i < count; ++i) {
     if (g_records[i].on_host == 0) continue;
     if (target != coord::kNoLimit && resident + g_records[i].bytes > target) continue;
-    if (migrate(g_keys[i], g_records[i], false)) resident += g_records[i].bytes;
+    if (!measured && !device_room(g_records[i].context, &room)) return;
+    measured = true;
+    if (g_records[i].bytes > room) continue;
+    if (migrate(g_keys[i], g_records[i], false)) {
+      resident += g_records[i].bytes;
+      room -= g_records[i].bytes;
+    }
   }
 }
 

@@ -105,6 +105,9 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
+  // What killed processes held is free on a real GPU as soon as they are
+  // gone; here it is given back lazily, so before answering.
+  reclaim_dead(shared.layout(), process_alive);
   std::uint64_t used = device_used(shared.layout(), ctx->device);
   std::uint64_t total = shared.layout()->devices[ctx->device].memory_bytes;
   *total_bytes = total;
