@@ -4,7 +4,8 @@
 # 256 MiB from cuMemAllocAsync and 512 MiB from cuMemAllocFromPoolAsync
 # (a pool created without IPC handle types), both managed memory under the
 # interposer. A production job's 640 MiB then fits only once 512 MiB moved
-# to the host: it succeeds, the data survives the spill and the restore.
+# to the host: it succeeds, the data survives the spill and the restore,
+# and `gpushare-ctl node` shows where the GPU's memory is.
 # Then stream order: cuMemFreeAsync behind a 2 s kernel frees nothing
 # until the stream gets there, and its bytes stay charged until then.
 . "$(dirname "$0")/common.inc"
@@ -19,7 +20,8 @@ field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx stream alloc:async:256MiB fill:3 \
   alloc:pool:512MiB fill:7 managed-stats ready:"$s/opp-full" wait:"$s/prod-done" \
-  check:7 managed-stats ready:"$s/opp-checked" wait:"$s/restored" managed-stats check:7 \
+  check:7 managed-stats wait:"$s/node-seen" ready:"$s/opp-checked" wait:"$s/restored" \
+  managed-stats check:7 \
   >"$s/opp.out" 2>"$s/opp.err" &
 opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
@@ -29,8 +31,17 @@ wait_for "its 768 MiB on the device in ls" 5 sh -c \
   "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
 
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 \
-  ready:"$s/prod-done" wait:"$s/opp-checked" check:5 >"$s/prod.out" 2>"$s/prod.err" ||
-  fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
+  ready:"$s/prod-done" wait:"$s/opp-checked" check:5 >"$s/prod.out" 2>"$s/prod.err" &
+prod=$!
+wait_for "the production allocation" 10 test -e "$s/prod-done"
+# gpushare-ctl node: the GPU's spillable memory, 256 MiB on it, 512 MiB on
+# the host, and both jobs counted once.
+wait_for "node to show the spill" 5 sh -c "gpushare-ctl node | jq -se '
+  (.[0] | .mem_device_resident_bytes == $((256 * MiB)) and
+   .mem_host_resident_bytes == $((512 * MiB)) and .opportunistic.jobs == 1) and
+  (.[-1] | .jobs == 2 and .mem_host_resident_bytes == $((512 * MiB)))'"
+touch "$s/node-seen"
+wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
 wait_for "its memory back on the device" 5 sh -c \
   "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))'"
 touch "$s/restored"
