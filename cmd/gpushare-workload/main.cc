@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"plain", "managed", "async"}));
   app.add_option("--verify", verify, "Bytes of the working set checked by checksum")
       ->capture_default_str();
+  app.add_option("--chunks", workload.chunks, "Split the working set into N allocations")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 4096L));
   app.add_option("--verify-every", workload.verify_every,
                  "Also check the data after every N iterations")
       ->capture_default_str()

@@ -135,13 +135,15 @@ std::vector<std::uint64_t> block_offsets(std::uint64_t mem_bytes, std::uint64_t 
   return offsets;
 }
 
-Status write_pattern(const Device& device, CUdeviceptr base,
+// `seed` is the chunk's offset in the whole working set, so that chunks
+// mixed up show as mismatches.
+Status write_pattern(const Device& device, CUdeviceptr base, std::uint64_t seed,
                      const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
                      std::uint64_t* checksum) {
   auto* staging = static_cast<unsigned char*>(device.staging);
   std::uint64_t hash = 0xcbf29ce484222325ull;
   for (std::uint64_t offset : offsets) {
-    fill_pattern(offset, staging, block_bytes);
+    fill_pattern(seed + offset, staging, block_bytes);
     hash = fnv1a(hash, staging, block_bytes);
     WORKLOAD_TRY(check(cuMemcpyHtoD(base + offset, staging, block_bytes),
                        bytes_call("cuMemcpyHtoD_v2", block_bytes)));
@@ -150,7 +152,7 @@ Status write_pattern(const Device& device, CUdeviceptr base,
   return {};
 }
 
-Status verify_pattern(const Device& device, CUdeviceptr base,
+Status verify_pattern(const Device& device, CUdeviceptr base, std::uint64_t seed,
                       const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
                       std::uint64_t checksum) {
   auto* staging = static_cast<unsigned char*>(device.staging);
@@ -159,16 +161,71 @@ Status verify_pattern(const Device& device, CUdeviceptr base,
   for (std::uint64_t offset : offsets) {
     WORKLOAD_TRY(check(cuMemcpyDtoH(staging, base + offset, block_bytes),
                        bytes_call("cuMemcpyDtoH_v2", block_bytes)));
-    fill_pattern(offset, expected.data(), block_bytes);
+    fill_pattern(seed + offset, expected.data(), block_bytes);
     for (std::uint64_t i = 0; i < block_bytes; ++i) {
       if (staging[i] != expected[i]) {
         return make_error("checksum mismatch: the working set changed at offset " +
-                          std::to_string(offset + i));
+                          std::to_string(seed + offset + i));
       }
     }
     hash = fnv1a(hash, staging, block_bytes);
   }
   if (hash != checksum) return make_error("checksum mismatch over the verified blocks");
+  return {};
+}
+
+// The working set: --chunks equal allocations (the last takes the
+// remainder), each with its own verified blocks and checksum.
+struct WorkingSet {
+  std::vector<CUdeviceptr> chunks;
+  std::vector<std::uint64_t> chunk_bytes;
+  std::vector<std::vector<std::uint64_t>> offsets;
+  std::vector<std::uint64_t> block_bytes;
+  std::vector<std::uint64_t> checksums;
+};
+
+Status allocate_working_set(const WorkloadOptions& options, CUstream stream, WorkingSet* set) {
+  std::uint64_t count =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(options.chunks, options.mem_bytes));
+  std::uint64_t each = options.mem_bytes / count;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t bytes = i + 1 < count ? each : options.mem_bytes - each * (count - 1);
+    Result<CUdeviceptr> chunk = allocate(options.alloc, bytes, stream);
+    if (!chunk) return chunk.error();
+    set->chunks.push_back(*chunk);
+    set->chunk_bytes.push_back(bytes);
+    std::uint64_t block_bytes = 0;
+    set->offsets.push_back(block_offsets(bytes, options.verify_bytes / count, &block_bytes));
+    set->block_bytes.push_back(block_bytes);
+  }
+  return {};
+}
+
+// Writes every chunk's pattern; the checksum of the whole is the chunks'
+// folded (the chunk's own for one chunk).
+Status write_working_set(const Device& device, WorkingSet* set, std::uint64_t* checksum,
+                         std::uint64_t* verified_bytes) {
+  std::uint64_t seed = 0;
+  *verified_bytes = 0;
+  for (std::size_t i = 0; i < set->chunks.size(); ++i) {
+    std::uint64_t sum = 0;
+    WORKLOAD_TRY(
+        write_pattern(device, set->chunks[i], seed, set->offsets[i], set->block_bytes[i], &sum));
+    set->checksums.push_back(sum);
+    *checksum = i == 0 ? sum : (*checksum ^ sum) * 0x100000001b3ull;
+    *verified_bytes += set->offsets[i].size() * set->block_bytes[i];
+    seed += set->chunk_bytes[i];
+  }
+  return {};
+}
+
+Status verify_working_set(const Device& device, const WorkingSet& set) {
+  std::uint64_t seed = 0;
+  for (std::size_t i = 0; i < set.chunks.size(); ++i) {
+    WORKLOAD_TRY(verify_pattern(device, set.chunks[i], seed, set.offsets[i], set.block_bytes[i],
+                                set.checksums[i]));
+    seed += set.chunk_bytes[i];
+  }
   return {};
 }
 
@@ -185,15 +242,11 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
   WORKLOAD_TRY(open_device(options, &device));
   WorkloadResult result;
 
-  Result<CUdeviceptr> working_set = allocate(options.alloc, options.mem_bytes, device.stream);
-  if (!working_set) return working_set.error();
+  WorkingSet working_set;
+  WORKLOAD_TRY(allocate_working_set(options, device.stream, &working_set));
   result.peak_mem_bytes = options.mem_bytes;
-  std::uint64_t block_bytes = 0;
-  std::vector<std::uint64_t> offsets =
-      block_offsets(options.mem_bytes, options.verify_bytes, &block_bytes);
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
-  WORKLOAD_TRY(write_pattern(device, *working_set, offsets, block_bytes, &result.checksum));
-  result.verified_bytes = offsets.size() * block_bytes;
+  WORKLOAD_TRY(write_working_set(device, &working_set, &result.checksum, &result.verified_bytes));
 
   unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
   void* params[] = {&kernel_ns};
@@ -248,15 +301,16 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
     if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
     if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {
-      WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
+      WORKLOAD_TRY(verify_working_set(device, working_set));
       ++result.verifications;
     }
   }
   result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
 
-  WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
+  WORKLOAD_TRY(verify_working_set(device, working_set));
   ++result.verifications;
-  WORKLOAD_TRY(release(options.alloc, *working_set, device.stream));
+  for (CUdeviceptr chunk : working_set.chunks)
+    WORKLOAD_TRY(release(options.alloc, chunk, device.stream));
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
   return result;
 }

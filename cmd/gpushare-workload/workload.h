@@ -31,6 +31,9 @@ struct WorkloadOptions {
   long kernel_us = 1000;
   unsigned blocks = 1;
   AllocKind alloc = AllocKind::kPlain;
+  /// The working set is this many equal allocations (a framework's
+  /// allocator holds many blocks, and memory spills whole allocations).
+  long chunks = 1;
   /// When > 0, the data check also runs after every this many iterations.
   long verify_every = 0;
   /// When set, iterations stop once this file exists (checked once per
