@@ -146,13 +146,23 @@ bool managed_backing() {
          rt.real.real_cuStreamSynchronize != nullptr;
 }
 
-CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device) {
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device,
+                                 bool* on_host) {
   RealDriver& real = g_runtime.real;
+  // Where it can live now: the device when its free memory holds it (the
+  // driver would otherwise place its pages on the host while we counted
+  // them on the device), else the host.
+  std::size_t free = 0, total = 0;
+  *on_host = real.real_cuMemGetInfo_v2 != nullptr &&
+             real.real_cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS && free < bytes;
   CUresult result = real.real_cuMemAllocManaged(pointer, bytes, CU_MEM_ATTACH_GLOBAL);
   if (result != CUDA_SUCCESS) return result;
   // Advice failing (a driver without it) leaves ordinary managed memory.
-  real.real_cuMemAdvise(*pointer, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device);
-  g_counters.device_resident_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  real.real_cuMemAdvise(*pointer, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                        *on_host ? CU_DEVICE_CPU : device);
+  if (*on_host) real.real_cuMemPrefetchAsync(*pointer, bytes, CU_DEVICE_CPU, 0);
+  (*on_host ? g_counters.host_resident_bytes : g_counters.device_resident_bytes)[device].fetch_add(
+      bytes, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 

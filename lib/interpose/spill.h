@@ -41,9 +41,13 @@ namespace gpushare::interpose {
 bool managed_backing();
 
 /// Allocates `bytes` of managed memory preferring `device`, as a device
-/// allocation would be; on success counts it device-resident (the caller
-/// records it with `spillable` set).
-CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device);
+/// allocation would be, and counts it device-resident; when the device's
+/// free memory (the driver's cuMemGetInfo) cannot hold it, it prefers the
+/// host instead, is counted host-resident and *on_host is set (the spill
+/// tick brings it to the device once there is room and the target allows).
+/// The caller records it spillable, with on_host as given.
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device,
+                                 bool* on_host);
 
 /// The limit a managed-backed allocation is checked against: the larger of
 /// the job's starting limit and the coordinator's (kNoLimit when either is

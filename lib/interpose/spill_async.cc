@@ -171,13 +171,15 @@ CUresult allocate_spillable_async(const char* api, CUdeviceptr* pointer, std::si
             static_cast<unsigned long long>(spillable_limit(device)));
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  CUresult result = allocate_managed_backed(pointer, bytes, device);
+  bool on_host = false;
+  CUresult result = allocate_managed_backed(pointer, bytes, device, &on_host);
   if (result != CUDA_SUCCESS) {
     g_runtime.devices[device].budget.release(bytes);
     return result;
   }
   AllocationRecord record{bytes, device, current_context()};
   record.spillable = 1;
+  record.on_host = on_host ? 1 : 0;
   if (!g_runtime.allocations.insert(*pointer, record)) {
     GS_WARN("%s: cannot record an allocation; its bytes stay charged", api);
   }
