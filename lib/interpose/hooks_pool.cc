@@ -26,6 +26,11 @@
 // What a pool reserves after a synchronisation trimmed it is seen at the
 // pool's next allocation or free, or at any refusal: until then the job is
 // charged more than it holds, never less.
+//
+// An opportunistic job's allocations from a pool that is not exportable (a
+// device's own pools, or one created without IPC handle types) are not the
+// pool's at all: they are managed memory that can spill (spill_async.cc),
+// charged per request; their cuMemFreeAsync waits for its stream there.
 #include <pthread.h>
 
 #include "interpose/hooks.h"
