@@ -65,6 +65,7 @@ int run(const Options& options) {
                          {"gpu_ms_total", round3(result->gpu_ms_total)},
                          {"peak_mem_bytes", result->peak_mem_bytes},
                          {"verified_bytes", result->verified_bytes},
+                         {"verifications", result->verifications},
                          {"checksum", checksum}}));
   return gpushare::exit_status::kSuccess;
 }
@@ -115,6 +116,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"plain", "managed", "async"}));
   app.add_option("--verify", verify, "Bytes of the working set checked by checksum")
       ->capture_default_str();
+  app.add_option("--chunks", workload.chunks, "Split the working set into N allocations")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 4096L));
+  app.add_option("--verify-every", workload.verify_every,
+                 "Also check the data after every N iterations")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 100000000L));
+  app.add_option("--stop-file", workload.stop_file, "Stop iterating once this file exists");
   app.add_option("--blocks", workload.blocks, "Thread blocks per kernel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65535u));

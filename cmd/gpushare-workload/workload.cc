@@ -6,10 +6,13 @@
 // buffer, and keeps an FNV-1a checksum of what it wrote. After the last
 // iteration it reads every block back and compares: memory that moved
 // (a spill to the host and back) or was reallocated under the program's
-// feet shows up as a mismatch at a named offset.
+// feet shows up as a mismatch at a named offset. --verify-every N runs the
+// same check after every N iterations too (the stress tests check data
+// after each spill and restore this way).
 #include "workload.h"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -132,13 +135,15 @@ std::vector<std::uint64_t> block_offsets(std::uint64_t mem_bytes, std::uint64_t 
   return offsets;
 }
 
-Status write_pattern(const Device& device, CUdeviceptr base,
+// `seed` is the chunk's offset in the whole working set, so that chunks
+// mixed up show as mismatches.
+Status write_pattern(const Device& device, CUdeviceptr base, std::uint64_t seed,
                      const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
                      std::uint64_t* checksum) {
   auto* staging = static_cast<unsigned char*>(device.staging);
   std::uint64_t hash = 0xcbf29ce484222325ull;
   for (std::uint64_t offset : offsets) {
-    fill_pattern(offset, staging, block_bytes);
+    fill_pattern(seed + offset, staging, block_bytes);
     hash = fnv1a(hash, staging, block_bytes);
     WORKLOAD_TRY(check(cuMemcpyHtoD(base + offset, staging, block_bytes),
                        bytes_call("cuMemcpyHtoD_v2", block_bytes)));
@@ -147,7 +152,7 @@ Status write_pattern(const Device& device, CUdeviceptr base,
   return {};
 }
 
-Status verify_pattern(const Device& device, CUdeviceptr base,
+Status verify_pattern(const Device& device, CUdeviceptr base, std::uint64_t seed,
                       const std::vector<std::uint64_t>& offsets, std::uint64_t block_bytes,
                       std::uint64_t checksum) {
   auto* staging = static_cast<unsigned char*>(device.staging);
@@ -156,16 +161,71 @@ Status verify_pattern(const Device& device, CUdeviceptr base,
   for (std::uint64_t offset : offsets) {
     WORKLOAD_TRY(check(cuMemcpyDtoH(staging, base + offset, block_bytes),
                        bytes_call("cuMemcpyDtoH_v2", block_bytes)));
-    fill_pattern(offset, expected.data(), block_bytes);
+    fill_pattern(seed + offset, expected.data(), block_bytes);
     for (std::uint64_t i = 0; i < block_bytes; ++i) {
       if (staging[i] != expected[i]) {
         return make_error("checksum mismatch: the working set changed at offset " +
-                          std::to_string(offset + i));
+                          std::to_string(seed + offset + i));
       }
     }
     hash = fnv1a(hash, staging, block_bytes);
   }
   if (hash != checksum) return make_error("checksum mismatch over the verified blocks");
+  return {};
+}
+
+// The working set: --chunks equal allocations (the last takes the
+// remainder), each with its own verified blocks and checksum.
+struct WorkingSet {
+  std::vector<CUdeviceptr> chunks;
+  std::vector<std::uint64_t> chunk_bytes;
+  std::vector<std::vector<std::uint64_t>> offsets;
+  std::vector<std::uint64_t> block_bytes;
+  std::vector<std::uint64_t> checksums;
+};
+
+Status allocate_working_set(const WorkloadOptions& options, CUstream stream, WorkingSet* set) {
+  std::uint64_t count =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(options.chunks, options.mem_bytes));
+  std::uint64_t each = options.mem_bytes / count;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t bytes = i + 1 < count ? each : options.mem_bytes - each * (count - 1);
+    Result<CUdeviceptr> chunk = allocate(options.alloc, bytes, stream);
+    if (!chunk) return chunk.error();
+    set->chunks.push_back(*chunk);
+    set->chunk_bytes.push_back(bytes);
+    std::uint64_t block_bytes = 0;
+    set->offsets.push_back(block_offsets(bytes, options.verify_bytes / count, &block_bytes));
+    set->block_bytes.push_back(block_bytes);
+  }
+  return {};
+}
+
+// Writes every chunk's pattern; the checksum of the whole is the chunks'
+// folded (the chunk's own for one chunk).
+Status write_working_set(const Device& device, WorkingSet* set, std::uint64_t* checksum,
+                         std::uint64_t* verified_bytes) {
+  std::uint64_t seed = 0;
+  *verified_bytes = 0;
+  for (std::size_t i = 0; i < set->chunks.size(); ++i) {
+    std::uint64_t sum = 0;
+    WORKLOAD_TRY(
+        write_pattern(device, set->chunks[i], seed, set->offsets[i], set->block_bytes[i], &sum));
+    set->checksums.push_back(sum);
+    *checksum = i == 0 ? sum : (*checksum ^ sum) * 0x100000001b3ull;
+    *verified_bytes += set->offsets[i].size() * set->block_bytes[i];
+    seed += set->chunk_bytes[i];
+  }
+  return {};
+}
+
+Status verify_working_set(const Device& device, const WorkingSet& set) {
+  std::uint64_t seed = 0;
+  for (std::size_t i = 0; i < set.chunks.size(); ++i) {
+    WORKLOAD_TRY(verify_pattern(device, set.chunks[i], seed, set.offsets[i], set.block_bytes[i],
+                                set.checksums[i]));
+    seed += set.chunk_bytes[i];
+  }
   return {};
 }
 
@@ -182,24 +242,23 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
   WORKLOAD_TRY(open_device(options, &device));
   WorkloadResult result;
 
-  Result<CUdeviceptr> working_set = allocate(options.alloc, options.mem_bytes, device.stream);
-  if (!working_set) return working_set.error();
+  WorkingSet working_set;
+  WORKLOAD_TRY(allocate_working_set(options, device.stream, &working_set));
   result.peak_mem_bytes = options.mem_bytes;
-  std::uint64_t block_bytes = 0;
-  std::vector<std::uint64_t> offsets =
-      block_offsets(options.mem_bytes, options.verify_bytes, &block_bytes);
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
-  WORKLOAD_TRY(write_pattern(device, *working_set, offsets, block_bytes, &result.checksum));
-  result.verified_bytes = offsets.size() * block_bytes;
+  WORKLOAD_TRY(write_working_set(device, &working_set, &result.checksum, &result.verified_bytes));
 
   unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
   void* params[] = {&kernel_ns};
   auto run_start = std::chrono::steady_clock::now();
   auto deadline = run_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(options.duration_s));
-  for (long iteration = 0; options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
-                                                  : iteration < options.iterations;
-       ++iteration) {
+  auto more = [&](long iteration) {
+    if (!options.stop_file.empty() && access(options.stop_file.c_str(), F_OK) == 0) return false;
+    return options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
+                                  : iteration < options.iterations;
+  };
+  for (long iteration = 0; more(iteration); ++iteration) {
     auto start = std::chrono::steady_clock::now();
     // The host's share of an iteration: the GPU has nothing of this job's
     // to run meanwhile, as while a real job loads its next batch.
@@ -241,11 +300,17 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     result.kernels += options.kernels_per_iteration;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
     if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
+    if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {
+      WORKLOAD_TRY(verify_working_set(device, working_set));
+      ++result.verifications;
+    }
   }
   result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
 
-  WORKLOAD_TRY(verify_pattern(device, *working_set, offsets, block_bytes, result.checksum));
-  WORKLOAD_TRY(release(options.alloc, *working_set, device.stream));
+  WORKLOAD_TRY(verify_working_set(device, working_set));
+  ++result.verifications;
+  for (CUdeviceptr chunk : working_set.chunks)
+    WORKLOAD_TRY(release(options.alloc, chunk, device.stream));
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
   return result;
 }

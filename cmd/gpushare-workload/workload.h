@@ -31,6 +31,14 @@ struct WorkloadOptions {
   long kernel_us = 1000;
   unsigned blocks = 1;
   AllocKind alloc = AllocKind::kPlain;
+  /// The working set is this many equal allocations (a framework's
+  /// allocator holds many blocks, and memory spills whole allocations).
+  long chunks = 1;
+  /// When > 0, the data check also runs after every this many iterations.
+  long verify_every = 0;
+  /// When set, iterations stop once this file exists (checked once per
+  /// iteration), whatever the count or duration says.
+  std::string stop_file;
 };
 
 struct IterationSample {
@@ -49,6 +57,7 @@ struct WorkloadResult {
   std::uint64_t verified_bytes = 0;
   std::uint64_t checksum = 0;
   long kernels = 0;
+  long verifications = 0;  ///< data checks passed, the last one included
 };
 
 /// Called after each iteration (for --per-iteration output).

@@ -35,10 +35,13 @@ bool valid_device(int device) {
 
 // Reserves, allocates, records; rolls back on failure. `allocate` calls the
 // driver; `key_of` names the new allocation afterwards.
+// `placed_on_host` (spillable allocations only, spill.h): set by `allocate`
+// when the memory starts on the host.
 template <class Allocate, class Key>
 CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, bool with_context,
                              AllocationTable& table, Allocate allocate, Key key_of,
-                             bool spillable = false) {
+                             const bool* placed_on_host = nullptr) {
+  bool spillable = placed_on_host != nullptr;
   if (!valid_device(device)) return allocate();  // no device known: the driver decides
   DeviceBudget& budget = g_runtime.devices[device].budget;
   std::uint64_t limit = spillable ? spillable_limit(device) : effective_limit(device);
@@ -59,6 +62,7 @@ CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, b
   }
   AllocationRecord record{bytes, device, with_context ? current_context() : 0};
   record.spillable = spillable ? 1 : 0;
+  record.on_host = spillable && *placed_on_host ? 1 : 0;
   if (!table.insert(key_of(), record)) {
     GS_WARN("%s: cannot record an allocation; its bytes stay charged", api);
   }
@@ -106,10 +110,11 @@ CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   if (disabled()) return real(dptr, bytesize);
   if (int device = current_device();
       valid_device(device) && dptr != nullptr && bytesize > 0 && managed_backing()) {
+    bool on_host = false;
     return charge_and_allocate(
         "cuMemAlloc_v2", device, bytesize, true, g_runtime.allocations,
-        [&] { return allocate_managed_backed(dptr, bytesize, device); },
-        [&] { return static_cast<std::uint64_t>(*dptr); }, true);
+        [&] { return allocate_managed_backed(dptr, bytesize, device, &on_host); },
+        [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
   }
   return charge_and_allocate(
       "cuMemAlloc_v2", current_device(), bytesize, true, g_runtime.allocations,
@@ -135,11 +140,12 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
     // Managed memory has no pitched form: the pitch is the width rounded up
     // to 512 bytes, as the charge below estimates it.
     std::size_t chosen = (width + 511) & ~static_cast<std::size_t>(511);
+    bool on_host = false;
     CUresult result = charge_and_allocate(
         "cuMemAllocPitch_v2", device, static_cast<std::uint64_t>(chosen) * height, true,
         g_runtime.allocations,
-        [&] { return allocate_managed_backed(dptr, chosen * height, device); },
-        [&] { return static_cast<std::uint64_t>(*dptr); }, true);
+        [&] { return allocate_managed_backed(dptr, chosen * height, device, &on_host); },
+        [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
     if (result == CUDA_SUCCESS) *pitch = chosen;
     return result;
   }

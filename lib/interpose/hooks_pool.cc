@@ -26,6 +26,11 @@
 // What a pool reserves after a synchronisation trimmed it is seen at the
 // pool's next allocation or free, or at any refusal: until then the job is
 // charged more than it holds, never less.
+//
+// An opportunistic job's allocations from a pool that is not exportable (a
+// device's own pools, or one created without IPC handle types) are not the
+// pool's at all: they are managed memory that can spill (spill_async.cc),
+// charged per request; their cuMemFreeAsync waits for its stream there.
 #include <pthread.h>
 
 #include "interpose/hooks.h"
@@ -117,7 +122,9 @@ int learn_pool_locked(CUmemoryPool pool) {
                  (driver.device_pool != nullptr &&
                   driver.device_pool(&found, device) == CUDA_SUCCESS && found == pool);
     if (match) {
-      g_pools.insert(key_of(pool), AllocationRecord{0, device, 0});
+      AllocationRecord record{0, device, 0};
+      record.spillable = 1;  // a device's own pool is never exportable
+      g_pools.insert(key_of(pool), record);
       return device;
     }
   }
@@ -174,7 +181,7 @@ CUresult allocate_per_request(std::uint64_t bytes, Allocate allocate, CUdevicept
   if (!valid_device(device)) return allocate();
   DeviceBudget& budget = g_runtime.devices[device].budget;
   if (!budget.try_reserve(bytes, effective_limit(device))) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult result = allocate();
+  CUresult result = wait_for_room(device, 0, allocate(), allocate);
   if (result != CUDA_SUCCESS) {
     budget.release(bytes);
     return result;
@@ -203,7 +210,11 @@ CUresult allocate_from(CUmemoryPool pool, std::uint64_t bytes, CUdeviceptr* poin
   g_pools.find(key_of(pool), &record);
   record.bytes += growth;
   g_pools.insert(key_of(pool), record);
-  CUresult result = allocate();
+  // A production job's allocation the device cannot hold while it is
+  // within its limit waits for opportunistic memory to spill (spill.h); the
+  // reserved growth tells the coordinator. Other pool calls of the process
+  // wait meanwhile (the lock).
+  CUresult result = wait_for_room(device, 0, allocate(), allocate);
   if (result == CUDA_SUCCESS) {
     AllocationRecord allocation{bytes, device, current_context()};
     allocation.link = key_of(pool);
@@ -213,8 +224,38 @@ CUresult allocate_from(CUmemoryPool pool, std::uint64_t bytes, CUdeviceptr* poin
   return result;
 }
 
-CUresult allocate_async(CUdeviceptr* pointer, std::uint64_t bytes,
-                        CUresult (*call)(CUdeviceptr*, size_t, CUstream), CUstream stream) {
+// Whether an allocation from `pool` may be managed memory instead (the pool
+// is not exportable: a device's default pool, or one created without IPC
+// handle types); its device in *device.
+bool pool_may_spill(CUmemoryPool pool, int* device) {
+  PoolLock lock;
+  AllocationRecord record{0, -1, 0};
+  if (!g_pools.find(key_of(pool), &record)) {
+    record.device = learn_pool_locked(pool);
+    record.spillable = record.device >= 0 ? 1 : 0;
+  }
+  *device = record.device;
+  return record.spillable != 0 && valid_device(record.device);
+}
+
+// An opportunistic job's stream-ordered allocation from `pool`, backed by
+// managed memory on the pool's device (spill_async.cc) when the pool may
+// be. False when it stays the pool's.
+bool spillable_pool_allocation(const char* api, CUdeviceptr* pointer, std::uint64_t bytes,
+                               CUmemoryPool pool, CUstream stream, bool per_thread,
+                               CUresult* result) {
+  int device = -1;
+  if (pointer == nullptr || bytes == 0 || pool == nullptr || !managed_backing() ||
+      !pool_may_spill(pool, &device)) {
+    return false;
+  }
+  *result = allocate_spillable_async(api, pointer, bytes, device, stream, per_thread);
+  return true;
+}
+
+CUresult allocate_async(const char* api, CUdeviceptr* pointer, std::uint64_t bytes,
+                        CUresult (*call)(CUdeviceptr*, size_t, CUstream), CUstream stream,
+                        bool per_thread) {
   int device = current_device();
   const PoolDriver& driver = pool_driver();
   CUmemoryPool pool = nullptr;
@@ -224,6 +265,9 @@ CUresult allocate_async(CUdeviceptr* pointer, std::uint64_t bytes,
     return allocate_per_request(
         bytes, [&] { return call(pointer, bytes, stream); }, pointer);
   }
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation(api, pointer, bytes, pool, stream, per_thread, &spilled))
+    return spilled;
   return allocate_from(pool, bytes, pointer, [&] { return call(pointer, bytes, stream); });
 }
 
@@ -254,13 +298,13 @@ void pool_after_free(std::uint64_t pointer, const AllocationRecord& record, bool
 CUresult gs_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
   GS_REAL(cuMemAllocAsync);
   if (disabled()) return real(dptr, bytesize, stream);
-  return allocate_async(dptr, bytesize, real, stream);
+  return allocate_async("cuMemAllocAsync", dptr, bytesize, real, stream, false);
 }
 
 CUresult gs_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
   GS_REAL(cuMemAllocAsync_ptsz);
   if (disabled()) return real(dptr, bytesize, stream);
-  return allocate_async(dptr, bytesize, real, stream);
+  return allocate_async("cuMemAllocAsync_ptsz", dptr, bytesize, real, stream, true);
 }
 
 CUresult gs_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
@@ -268,6 +312,11 @@ CUresult gs_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemory
   GS_REAL(cuMemAllocFromPoolAsync);
   if (disabled()) return real(dptr, bytesize, pool, stream);
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation("cuMemAllocFromPoolAsync", dptr, bytesize, pool, stream, false,
+                                &spilled)) {
+    return spilled;
+  }
   return allocate_from(pool, bytesize, dptr, [&] { return real(dptr, bytesize, pool, stream); });
 }
 
@@ -276,6 +325,11 @@ CUresult gs_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUm
   GS_REAL(cuMemAllocFromPoolAsync_ptsz);
   if (disabled()) return real(dptr, bytesize, pool, stream);
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
+  CUresult spilled = CUDA_SUCCESS;
+  if (spillable_pool_allocation("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, pool, stream, true,
+                                &spilled)) {
+    return spilled;
+  }
   return allocate_from(pool, bytesize, dptr, [&] { return real(dptr, bytesize, pool, stream); });
 }
 
@@ -285,8 +339,10 @@ namespace {
 // to its pool's charge; anything else is an ordinary allocation freed
 // stream-ordered.
 template <typename Free>
-CUresult free_async(CUdeviceptr dptr, Free free_it) {
+CUresult free_async(CUdeviceptr dptr, CUstream stream, bool per_thread, Free free_it) {
   if (disabled()) return free_it();
+  CUresult deferred = CUDA_SUCCESS;
+  if (free_spillable_async(dptr, stream, per_thread, &deferred)) return deferred;
   AllocationRecord record{0, -1, 0};
   if (!pool_take(dptr, &record)) return free_charged(dptr, free_it);
   CUresult result = free_it();
@@ -298,12 +354,12 @@ CUresult free_async(CUdeviceptr dptr, Free free_it) {
 
 CUresult gs_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
   GS_REAL(cuMemFreeAsync);
-  return free_async(dptr, [&] { return real(dptr, stream); });
+  return free_async(dptr, stream, false, [&] { return real(dptr, stream); });
 }
 
 CUresult gs_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
   GS_REAL(cuMemFreeAsync_ptsz);
-  return free_async(dptr, [&] { return real(dptr, stream); });
+  return free_async(dptr, stream, true, [&] { return real(dptr, stream); });
 }
 
 CUresult gs_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
@@ -316,7 +372,10 @@ CUresult gs_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
   if (g_runtime.device_count.load(std::memory_order_acquire) < 0) init_devices();
   if (valid_device(props->location.id)) {
     PoolLock lock;
-    g_pools.insert(key_of(*pool), AllocationRecord{0, props->location.id, 0});
+    AllocationRecord record{0, props->location.id, 0};
+    // An exportable pool's memory must stay the pool's (IPC handles).
+    record.spillable = props->handleTypes == CU_MEM_HANDLE_TYPE_NONE ? 1 : 0;
+    g_pools.insert(key_of(*pool), record);
   }
   return result;
 }

@@ -63,6 +63,20 @@ bool migrate(std::uint64_t key, const AllocationRecord& record, bool to_host) {
   return true;
 }
 
+// The device's free memory as the driver sees it, in `context`.
+bool device_room(std::uint64_t context, std::uint64_t* room) {
+  RealDriver& real = g_runtime.real;
+  if (context == 0 || real.real_cuMemGetInfo_v2 == nullptr ||
+      real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(context)) != CUDA_SUCCESS) {
+    return false;
+  }
+  std::size_t free = 0, total = 0;
+  CUresult result = real.real_cuMemGetInfo_v2(&free, &total);
+  real.real_cuCtxSetCurrent(nullptr);
+  *room = free;
+  return result == CUDA_SUCCESS;
+}
+
 // The spillable records of `device` in the scratch arrays, largest first.
 std::size_t collect(int device) {
   std::size_t total = g_runtime.allocations.keys(g_keys, kMaxScanned), count = 0;
@@ -102,10 +116,23 @@ void settle_device(int device, std::uint64_t target) {
     }
     return;
   }
-  for (std::size_t i = 0; i < count; ++i) {  // restore what fits under the target
+  // Restore what fits under the target and in the device's free memory
+  // now: the arbiter knows only registered jobs (not a production job that
+  // has not registered again after a coordinator restart, nor memory the
+  // driver has yet to take back from a killed process), and a prefetch to a
+  // full device would leave pages on the host while we count them back.
+  std::uint64_t room = 0;
+  bool measured = false;
+  for (std::size_t i = 0; i < count; ++i) {
     if (g_records[i].on_host == 0) continue;
     if (target != kNoLimit && resident + g_records[i].bytes > target) continue;
-    if (migrate(g_keys[i], g_records[i], false)) resident += g_records[i].bytes;
+    if (!measured && !device_room(g_records[i].context, &room)) return;
+    measured = true;
+    if (g_records[i].bytes > room) continue;
+    if (migrate(g_keys[i], g_records[i], false)) {
+      resident += g_records[i].bytes;
+      room -= g_records[i].bytes;
+    }
   }
 }
 
@@ -119,13 +146,23 @@ bool managed_backing() {
          rt.real.real_cuStreamSynchronize != nullptr;
 }
 
-CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device) {
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device,
+                                 bool* on_host) {
   RealDriver& real = g_runtime.real;
+  // Where it can live now: the device when its free memory holds it (the
+  // driver would otherwise place its pages on the host while we counted
+  // them on the device), else the host.
+  std::size_t free = 0, total = 0;
+  *on_host = real.real_cuMemGetInfo_v2 != nullptr &&
+             real.real_cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS && free < bytes;
   CUresult result = real.real_cuMemAllocManaged(pointer, bytes, CU_MEM_ATTACH_GLOBAL);
   if (result != CUDA_SUCCESS) return result;
   // Advice failing (a driver without it) leaves ordinary managed memory.
-  real.real_cuMemAdvise(*pointer, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device);
-  g_counters.device_resident_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  real.real_cuMemAdvise(*pointer, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                        *on_host ? CU_DEVICE_CPU : device);
+  if (*on_host) real.real_cuMemPrefetchAsync(*pointer, bytes, CU_DEVICE_CPU, 0);
+  (*on_host ? g_counters.host_resident_bytes : g_counters.device_resident_bytes)[device].fetch_add(
+      bytes, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 
@@ -170,6 +207,7 @@ bool wait_for_room_step(std::uint64_t deadline_ns) {
 }
 
 void spill_tick() {
+  drain_deferred_frees();
   if (!managed_backing()) return;
   int count = g_runtime.device_count.load(std::memory_order_acquire);
   for (int device = 0; device < count && device < kMaxDevices; ++device) {

@@ -1,7 +1,8 @@
 // Elastic memory on the job's side (issue 11, design decision 6).
 //
 // An opportunistic job's cuMemAlloc family (plain and pitch, _v2; the
-// stream-ordered pools keep device memory, see hooks_pool.cc) is backed by
+// stream-ordered cuMemAllocAsync and cuMemAllocFromPoolAsync from pools
+// that are not exportable, see spill_async.cc) is backed by
 // managed memory advised to prefer the job's device: the program gets a
 // device pointer that works everywhere a device pointer does, and the
 // memory can move to the host without the program noticing (only its
@@ -40,9 +41,13 @@ namespace gpushare::interpose {
 bool managed_backing();
 
 /// Allocates `bytes` of managed memory preferring `device`, as a device
-/// allocation would be; on success counts it device-resident (the caller
-/// records it with `spillable` set).
-CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device);
+/// allocation would be, and counts it device-resident; when the device's
+/// free memory (the driver's cuMemGetInfo) cannot hold it, it prefers the
+/// host instead, is counted host-resident and *on_host is set (the spill
+/// tick brings it to the device once there is room and the target allows).
+/// The caller records it spillable, with on_host as given.
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device,
+                                 bool* on_host);
 
 /// The limit a managed-backed allocation is checked against: the larger of
 /// the job's starting limit and the coordinator's (kNoLimit when either is
@@ -84,6 +89,21 @@ CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Al
   request_room(device, unreserved, false);
   return result;
 }
+
+/// Stream-ordered allocation of `bytes` on `device` backed by managed memory
+/// (spill_async.cc): charged against spillable_limit, recorded spillable;
+/// reuses a pending free of the same size on the same stream.
+CUresult allocate_spillable_async(const char* api, CUdeviceptr* pointer, std::size_t bytes,
+                                  int device, CUstream stream, bool per_thread);
+/// cuMemFreeAsync of a spillable allocation: the free waits for `stream` to
+/// reach this point (an event, drained later); *result is the call's answer.
+/// False when `pointer` is not a spillable allocation.
+bool free_spillable_async(CUdeviceptr pointer, CUstream stream, bool per_thread, CUresult* result);
+/// Frees the deferred frees whose streams have reached them; cheap when
+/// none pend.
+void drain_deferred_frees();
+/// How many stream-ordered frees wait for their streams.
+std::size_t deferred_free_count();
 
 /// One tick of the client thread: moves memory toward each device's
 /// target. Not reentrant (the client thread is its only caller).

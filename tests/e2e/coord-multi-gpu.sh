@@ -27,13 +27,14 @@ jq -e --argjson g "$gib" '
     ["GPU-00010203-0405-0607-0809-0a0b0c0d0e10", 8 * $g, 2 * $g, 3 * $g, 3 * $g]])' \
   "$scratch/out" >/dev/null || fail "unexpected record: $(cat "$scratch/out")"
 
-# The node's totals sum its devices: the job counts once per GPU there
-# (gpushare-ctl(1), node).
+# The node's totals sum its devices' memory; each device counts the job,
+# the node counts it once (gpushare-ctl(1), node).
 expect_exit 0 gpushare-ctl node
 jq -se --argjson g "$gib" '
   [.[] | select(.kind == "device") | [.mem_used_bytes, .jobs, .production.mem_limit_bytes]] ==
     [[1 * $g, 1, 3 * $g], [2 * $g, 1, 3 * $g]] and
-  (.[-1] | .kind == "node" and .devices == 2 and .jobs == 2 and .paused_jobs == 0 and
+  (.[-1] | .kind == "node" and .devices == 2 and .jobs == 1 and .production.jobs == 1 and
+   .paused_jobs == 0 and
    .mem_used_bytes == 3 * $g and .mem_total_bytes == 16 * $g and
    .production.mem_limit_bytes == 6 * $g)' "$scratch/out" >/dev/null ||
   fail "unexpected node report: $(cat "$scratch/out")"

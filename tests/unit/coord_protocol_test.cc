@@ -211,25 +211,36 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
 
 TEST_CASE("the node report totals each class per device and overall", "[coord][protocol]") {
   NodeView node;
-  DeviceView a{"GPU-a", 1000, {1, 300, 400}, {2, 200, kNoLimit}};
-  DeviceView b{"GPU-b", 500, {0, 0, 0}, {1, 100, 100}};
+  DeviceView a{"GPU-a", 1000, {1, 300, 400}, {2, 200, kNoLimit, 150, 50}};
+  DeviceView b{"GPU-b", 500, {0, 0, 0}, {1, 100, 100, 60, 40}};
   node.devices = {a, b};
   node.paused_jobs = 1;
+  // One of the opportunistic jobs uses both GPUs: the node counts it once.
+  node.production_jobs = 1;
+  node.opportunistic_jobs = 2;
   auto records = node_records(node);
   REQUIRE(records.size() == 3);
   CHECK(records[0]["kind"] == "device");
   CHECK(records[0]["mem_used_bytes"] == 500);
   CHECK(records[0]["mem_free_bytes"] == 500);
   CHECK(records[0]["jobs"] == 3);
+  CHECK(records[0]["mem_device_resident_bytes"] == 150);
+  CHECK(records[0]["mem_host_resident_bytes"] == 50);
   CHECK(records[0]["opportunistic"]["mem_limit_bytes"].is_null());
+  CHECK(records[0]["opportunistic"]["mem_host_resident_bytes"] == 50);
+  CHECK(records[1]["jobs"] == 1);
   CHECK(records[2]["kind"] == "node");
   CHECK(records[2]["devices"] == 2);
-  CHECK(records[2]["jobs"] == 4);
+  CHECK(records[2]["jobs"] == 3);
   CHECK(records[2]["paused_jobs"] == 1);
   CHECK(records[2]["mem_total_bytes"] == 1500);
   CHECK(records[2]["mem_free_bytes"] == 900);
+  CHECK(records[2]["mem_device_resident_bytes"] == 210);
+  CHECK(records[2]["mem_host_resident_bytes"] == 90);
   CHECK(records[2]["production"]["mem_used_bytes"] == 300);
-  CHECK(records[2]["opportunistic"]["jobs"] == 3);
+  CHECK(records[2]["production"]["jobs"] == 1);
+  CHECK(records[2]["opportunistic"]["jobs"] == 2);
+  CHECK(records[2]["opportunistic"]["mem_host_resident_bytes"] == 90);
 }
 
 TEST_CASE("replies decode to records or to the coordinator's error", "[coord][protocol]") {

@@ -236,6 +236,29 @@ TEST_CASE("the node view sums jobs per device and class", "[coord][registry]") {
   CHECK(registry.node(kNow).devices[0].production.mem_used_bytes == 0);
 }
 
+TEST_CASE("the node view counts a job on two GPUs once and sums where memory lives",
+          "[coord][registry]") {
+  Registry registry({});
+  RegisterRequest wide = job("wide", kNoLimit, kQosOpportunistic);
+  wide.devices.push_back(wide.devices[0]);
+  wide.devices[1].uuid = "GPU-b";
+  Job* w = *registry.add(wide, peer(100, kAlice));
+  registry.add(job("p", kNoLimit, kQosProduction), peer(200, kAlice));
+  auto& telemetry = const_cast<TelemetryPage&>(w->block->telemetry());
+  telemetry.device_resident_bytes[0].store(3 * GiB);
+  telemetry.host_resident_bytes[0].store(1 * GiB);
+  telemetry.device_resident_bytes[1].store(2 * GiB);
+  NodeView node = registry.node(kNow);
+  REQUIRE(node.devices.size() == 2);
+  CHECK(node.opportunistic_jobs == 1);
+  CHECK(node.production_jobs == 1);
+  CHECK(node.devices[0].opportunistic.jobs == 1);
+  CHECK(node.devices[1].opportunistic.jobs == 1);
+  CHECK(node.devices[0].opportunistic.device_resident_bytes == 3 * GiB);
+  CHECK(node.devices[0].opportunistic.host_resident_bytes == 1 * GiB);
+  CHECK(node.devices[1].opportunistic.device_resident_bytes == 2 * GiB);
+}
+
 TEST_CASE("resolve_limit reads sizes, percentages of the device and none", "[coord][registry]") {
   CHECK(*resolve_limit("1GiB", 16 * GiB) == GiB);
   CHECK(*resolve_limit("50%", 16 * GiB) == 8 * GiB);

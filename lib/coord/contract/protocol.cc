@@ -212,6 +212,8 @@ ordered_json class_json(const ClassTotals& totals) {
   out["jobs"] = totals.jobs;
   out["mem_used_bytes"] = totals.mem_used_bytes;
   out["mem_limit_bytes"] = limit_json(totals.mem_limit_bytes);
+  out["mem_device_resident_bytes"] = totals.device_resident_bytes;
+  out["mem_host_resident_bytes"] = totals.host_resident_bytes;
   return out;
 }
 
@@ -405,6 +407,9 @@ std::vector<ordered_json> node_records(const NodeView& node) {
   auto add = [](ClassTotals& sum, const ClassTotals& part) {
     sum.jobs += part.jobs;
     sum.mem_used_bytes = saturating_add(sum.mem_used_bytes, part.mem_used_bytes);
+    sum.device_resident_bytes =
+        saturating_add(sum.device_resident_bytes, part.device_resident_bytes);
+    sum.host_resident_bytes = saturating_add(sum.host_resident_bytes, part.host_resident_bytes);
     sum.mem_limit_bytes =
         (sum.mem_limit_bytes == kNoLimit || part.mem_limit_bytes == kNoLimit)
             ? kNoLimit
@@ -424,6 +429,10 @@ std::vector<ordered_json> node_records(const NodeView& node) {
         d.mem_total_bytes > device_used ? d.mem_total_bytes - device_used : 0;
     record["mem_free_bytes"] = device_free;
     record["jobs"] = d.production.jobs + d.opportunistic.jobs;
+    record["mem_device_resident_bytes"] =
+        saturating_add(d.production.device_resident_bytes, d.opportunistic.device_resident_bytes);
+    record["mem_host_resident_bytes"] =
+        saturating_add(d.production.host_resident_bytes, d.opportunistic.host_resident_bytes);
     record["production"] = class_json(d.production);
     record["opportunistic"] = class_json(d.opportunistic);
     records.push_back(std::move(record));
@@ -437,11 +446,19 @@ std::vector<ordered_json> node_records(const NodeView& node) {
   summary["kind"] = "node";
   summary["version"] = 1;
   summary["devices"] = node.devices.size();
+  // A job on several GPUs counts once on the node (the devices' counts
+  // would count it once per GPU).
+  production.jobs = node.production_jobs;
+  opportunistic.jobs = node.opportunistic_jobs;
   summary["jobs"] = production.jobs + opportunistic.jobs;
   summary["paused_jobs"] = node.paused_jobs;
   summary["mem_total_bytes"] = total;
   summary["mem_used_bytes"] = used;
   summary["mem_free_bytes"] = free;
+  summary["mem_device_resident_bytes"] =
+      saturating_add(production.device_resident_bytes, opportunistic.device_resident_bytes);
+  summary["mem_host_resident_bytes"] =
+      saturating_add(production.host_resident_bytes, opportunistic.host_resident_bytes);
   summary["production"] = class_json(production);
   summary["opportunistic"] = class_json(opportunistic);
   records.push_back(std::move(summary));

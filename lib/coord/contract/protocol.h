@@ -130,6 +130,10 @@ struct ClassTotals {
   std::uint64_t jobs = 0;
   std::uint64_t mem_used_bytes = 0;
   std::uint64_t mem_limit_bytes = 0;  ///< kNoLimit when any job has none
+  /// Spillable (managed-backed) memory on the device and on the host
+  /// (issue 11; only opportunistic jobs have any).
+  std::uint64_t device_resident_bytes = 0;
+  std::uint64_t host_resident_bytes = 0;
 };
 struct DeviceView {
   std::string uuid;
@@ -140,6 +144,10 @@ struct DeviceView {
 struct NodeView {
   std::vector<DeviceView> devices;
   std::uint64_t paused_jobs = 0;
+  /// Jobs on the node, each once however many GPUs it uses (a device
+  /// counts the jobs on it).
+  std::uint64_t production_jobs = 0;
+  std::uint64_t opportunistic_jobs = 0;
 };
 
 std::string encode_registered(std::uint64_t job_id);

@@ -232,6 +232,7 @@ NodeView Registry::node(std::uint64_t now_ns) const {
   for (const auto& [id, job] : jobs_) {
     JobView v = view(job, now_ns);
     if (v.state == "paused") ++node.paused_jobs;
+    ++(v.qos == kQosOpportunistic ? node.opportunistic_jobs : node.production_jobs);
     for (const JobDeviceView& jd : v.devices) {
       auto it = std::find_if(node.devices.begin(), node.devices.end(),
                              [&](const DeviceView& d) { return d.uuid == jd.uuid; });
@@ -239,6 +240,10 @@ NodeView Registry::node(std::uint64_t now_ns) const {
       ClassTotals& totals = v.qos == kQosOpportunistic ? it->opportunistic : it->production;
       totals.jobs += 1;
       totals.mem_used_bytes = saturating_add(totals.mem_used_bytes, jd.mem_used_bytes);
+      totals.device_resident_bytes =
+          saturating_add(totals.device_resident_bytes, jd.device_resident_bytes);
+      totals.host_resident_bytes =
+          saturating_add(totals.host_resident_bytes, jd.host_resident_bytes);
       totals.mem_limit_bytes =
           (totals.mem_limit_bytes == kNoLimit || jd.mem_limit_bytes == kNoLimit)
               ? kNoLimit

@@ -124,6 +124,10 @@ CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream
   // freed for allocations that wait for the transfer); work after it on
   // the stream may not start before it ends.
   std::uint64_t evicted = 0;
+  // A killed process's memory is free at once on a real GPU; here it is
+  // given back lazily, so before a move to the device finds too little
+  // room, the dead give theirs back.
+  if (to_device && device_free(layout, device) < bytes) reclaim_dead(layout, process_alive);
   std::uint64_t moved = managed_migrate(layout, index, bytes, to_device, &evicted);
   std::int64_t start = projected_time(layout, ctx->device, stream_earliest(stream));
   std::int64_t end = start;

@@ -105,6 +105,15 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   if (CUresult status = require_context(&ctx); status != CUDA_SUCCESS) return status;
   SharedLock shared;
   if (!shared.ok()) return kStateUnavailable;
+  // What killed processes held is free on a real GPU as soon as they are
+  // gone; here it is given back lazily, so before answering (at most once
+  // a millisecond per process: it reads /proc for every process attached,
+  // and an opportunistic job asks before each allocation).
+  static std::int64_t last_reclaim_ns = 0;  // under LocalLock
+  if (std::int64_t now = now_ns(); now - last_reclaim_ns >= 1'000'000) {
+    reclaim_dead(shared.layout(), process_alive);
+    last_reclaim_ns = now;
+  }
   std::uint64_t used = device_used(shared.layout(), ctx->device);
   std::uint64_t total = shared.layout()->devices[ctx->device].memory_bytes;
   *total_bytes = total;

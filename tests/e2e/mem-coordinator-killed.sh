@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 11 (4): killing the coordinator (SIGKILL) while an opportunistic
+# job spills for a production allocation (a slow 1 GB/s link: the 512 MiB
+# move takes half a second) loses no job's data and leaks no device
+# memory. The job finishes the spill it started, so the production
+# allocation succeeds; both keep their memory while no coordinator runs; a
+# new coordinator takes them back, and once the production job exits the
+# opportunistic memory returns to the device. All data checks, and once
+# both jobs exit the simulator's used memory is back to its baseline.
+. "$(dirname "$0")/common.inc"
+. "$e2e_dir/interpose.inc"
+. "$e2e_dir/coord.inc"
+export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
+export GPUSHARE_SIM_PCIE_GBPS=1
+c="$libexec/tests/gpushare-cuda-client"
+s=$scratch
+MiB=1048576
+field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
+# sim_bytes PID: the device memory the simulator counts for PID (NVML).
+sim_bytes() {
+  "$c" nvml | jq -e "[.processes[] | select(.pid == $1) | .used_bytes] | add // 0"
+}
+# spilling PID: the simulator has begun to move PID's memory to the host
+# (residency changes when a migration starts; the transfer takes 0.5 s).
+spilling() { [ "$(sim_bytes "$1")" -lt $((768 * MiB)) ]; }
+# restored PID: ls and the simulator both have all of PID's 768 MiB on the
+# device (ls alone could still show it there while a spill is under way).
+restored() {
+  gpushare-ctl show opp |
+    jq -e ".mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))" &&
+    [ "$(sim_bytes "$1")" -eq $((768 * MiB)) ]
+}
+
+"$c" init ctx info >"$s/before.out" || fail "the first client: $(cat "$s/before.out")"
+baseline=$(field "$s/before.out" info free_bytes)
+start_coordinator
+gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
+  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/prod-done" check:7 \
+  ready:"$s/opp-checked" wait:"$s/restored" managed-stats check:7 free check:3 free \
+  >"$s/opp.out" 2>"$s/opp.err" &
+opp=$!
+wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+gpushare-run --sim --no-coordinator --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 \
+  ready:"$s/prod-done" wait:"$s/prod-go" check:5 >"$s/prod.out" 2>"$s/prod.err" &
+prod=$!
+wait_for "the opportunistic job's spill under way" 10 spilling "$opp"
+stop_coordinator KILL
+wait_for "the production allocation" 10 test -e "$s/prod-done"
+[ "$(field "$s/prod.out" alloc result)" = CUDA_SUCCESS ] || fail "production: $(cat "$s/prod.out")"
+wait_for "the opportunistic job's check while spilled" 10 test -e "$s/opp-checked"
+
+start_coordinator
+wait_for "both jobs registered again" 20 sh -c \
+  "gpushare-ctl show opp && gpushare-ctl show prod"
+touch "$s/prod-go"
+wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
+wait_for "the opportunistic job's memory back on the device" 10 restored "$opp"
+touch "$s/restored"
+wait "$opp" || fail "the opportunistic job lost data or failed: $(cat "$s/opp.out" "$s/opp.err")"
+[ "$(field "$s/opp.out" managed-stats device_bytes)" = $((768 * MiB)) ] ||
+  fail "the simulator does not have its memory on the device: $(cat "$s/opp.out")"
+"$c" init ctx info >"$s/after.out" || fail "the last client: $(cat "$s/after.out")"
+[ "$(field "$s/after.out" info free_bytes)" = "$baseline" ] ||
+  fail "device memory leaked: $baseline free before, now $(cat "$s/after.out")"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 11 (2): a production job's stream-ordered allocations (cuMemAllocAsync
+# from the device's pool, cuMemAllocFromPoolAsync from its own) that fit its
+# limit but not the device, because an opportunistic job holds the room,
+# wait for the opportunistic memory to spill and succeed, as cuMemAlloc
+# does; the opportunistic job's data survives.
+. "$(dirname "$0")/common.inc"
+. "$e2e_dir/interpose.inc"
+. "$e2e_dir/coord.inc"
+export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
+c="$libexec/tests/gpushare-cuda-client"
+s=$scratch
+field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
+
+start_coordinator
+gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
+  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/prod-done" check:7 free check:3 \
+  >"$s/opp.out" 2>"$s/opp.err" &
+opp=$!
+wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+gpushare-run --sim --name prod -- "$c" init ctx stream alloc:async:384MiB fill:5 \
+  alloc:pool:384MiB fill:6 check:6 >"$s/prod.out" 2>"$s/prod.err" ||
+  fail "a production stream-ordered allocation failed: $(cat "$s/prod.out" "$s/prod.err")"
+[ "$(jq -s '[.[] | select(.step=="alloc" and .result=="CUDA_SUCCESS")] | length' "$s/prod.out")" = 2 ] ||
+  fail "production: $(cat "$s/prod.out")"
+touch "$s/prod-done"
+wait "$opp" || fail "the opportunistic job lost data or failed: $(cat "$s/opp.out" "$s/opp.err")"
