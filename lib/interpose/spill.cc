@@ -184,12 +184,14 @@ bool may_wait_for_room(int device) {
          coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
 }
 
-void request_room(int device, std::uint64_t bytes, bool wanted) {
-  if (wanted) {
-    g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
-  } else {
+std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
+  if (!wanted) {
     take(g_counters.mem_request_bytes[device], bytes);
+    return 0;
   }
+  g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  // After the bytes (release): the client thread copies them with the number.
+  return g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
 }
 
 std::uint64_t monotonic_ns() {
@@ -199,8 +201,9 @@ std::uint64_t monotonic_ns() {
          static_cast<std::uint64_t>(now.tv_nsec);
 }
 
-bool wait_for_room_step(std::uint64_t deadline_ns) {
+bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns) {
   if (monotonic_ns() >= deadline_ns) return false;
+  if (coord::mem_refused_seq(device) == seq) return false;  // no room coming
   timespec step{0, 1000000};
   nanosleep(&step, nullptr);
   return true;

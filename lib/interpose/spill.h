@@ -64,13 +64,14 @@ void spill_forget(const AllocationRecord& record);
 /// valid device) and wait for opportunistic memory to leave.
 bool may_wait_for_room(int device);
 /// Publishes `bytes` as wanted on `device` (the arbiter counts it as
-/// production's) or withdraws it.
-void request_room(int device, std::uint64_t bytes, bool wanted);
+/// production's) and returns the wait's number, or withdraws it (returns 0).
+std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted);
 /// Waits one step (1 ms) for room; false once `deadline_ns` (CLOCK_MONOTONIC)
-/// has passed.
-bool wait_for_room_step(std::uint64_t deadline_ns);
-/// CLOCK_MONOTONIC in ns, and how long a production allocation waits for a
-/// spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s).
+/// has passed or the coordinator said no room is coming for wait `seq`.
+bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns);
+/// CLOCK_MONOTONIC in ns, and how long a production allocation waits at
+/// most for a spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s); it fails
+/// sooner when the coordinator says no spill can make the room.
 std::uint64_t monotonic_ns();
 inline constexpr std::uint64_t kRoomWaitNs = 2'000'000'000;
 /// What a new context is asked room for when no context was measured yet.
@@ -83,9 +84,11 @@ inline constexpr std::uint64_t kContextRoomGuess = 512ull << 20;
 template <class Allocate>
 CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Allocate allocate) {
   if (result != CUDA_ERROR_OUT_OF_MEMORY || !may_wait_for_room(device)) return result;
-  request_room(device, unreserved, true);
+  std::uint64_t seq = request_room(device, unreserved, true);
   std::uint64_t deadline = monotonic_ns() + kRoomWaitNs;
-  while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(deadline)) result = allocate();
+  while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(device, seq, deadline)) {
+    result = allocate();
+  }
   request_room(device, unreserved, false);
   return result;
 }

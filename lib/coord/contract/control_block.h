@@ -71,6 +71,17 @@
 //       what mem_used_bytes already holds (a new context's expected size;
 //       an allocation's bytes are reserved, so already counted); 0: none.
 //
+// No room coming (layout version 4). A production job that waits for room
+// bumps mem_request_seq (telemetry, written last in the client thread's
+// copy, with release order, so a reader that sees it sees the bytes it
+// waits with). When the arbiter finds that the production jobs' memory and
+// requests on a device do not fit even with every opportunistic job spilled
+// (another production job holds the room, or opportunistic memory that
+// cannot move), it stores that sequence number into mem_refused_seq (limits
+// page); the waiting allocation then fails at once with out-of-memory
+// instead of at the end of its 2 s wait. A verdict names one wait: the next
+// wait has a new number.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -88,7 +99,7 @@ namespace gpushare::coord {
 
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 3;
+inline constexpr std::uint32_t kLayoutVersion = 4;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 // LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
@@ -116,6 +127,7 @@ struct LimitsPage {
   std::atomic<std::uint64_t> reserved[8];
   DeviceLimits devices[kMaxDevices];
   std::atomic<std::uint64_t> device_resident_target[kMaxDevices];  ///< layout 3
+  std::atomic<std::uint64_t> mem_refused_seq[kMaxDevices];         ///< layout 4
 };
 
 /// Per-device usage, written by the job.
@@ -140,6 +152,7 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];  ///< layout 3
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];    ///< layout 3
   std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];      ///< layout 3
+  std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];        ///< layout 4
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

@@ -366,6 +366,9 @@ void copy_telemetry(TelemetryPage* page) {
   LocalCounters* c = g_config.counters;
   if (c != nullptr) {
     for (int i = 0; i < g_config.device_count; ++i) {
+      // The sequence first (acquire), published last (release): a reader
+      // that sees a wait's number sees the bytes it waits with.
+      std::uint64_t request_seq = c->mem_request_seq[i].load(std::memory_order_acquire);
       page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
       page->device_resident_bytes[i].store(
@@ -374,6 +377,7 @@ void copy_telemetry(TelemetryPage* page) {
                                          std::memory_order_relaxed);
       page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
                                        std::memory_order_relaxed);
+      page->mem_request_seq[i].store(request_seq, std::memory_order_release);
     }
     std::uint64_t launches = c->launches_total != nullptr
                                  ? c->launches_total()
@@ -640,6 +644,13 @@ std::uint64_t device_resident_target(int device) {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page == nullptr || device >= static_cast<int>(page->device_count)) return kNoLimit;
   return page->device_resident_target[device].load(std::memory_order_acquire);
+}
+
+std::uint64_t mem_refused_seq(int device) {
+  if (device < 0 || device >= kMaxDevices) return 0;
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  if (page == nullptr || device >= static_cast<int>(page->device_count)) return 0;
+  return page->mem_refused_seq[device].load(std::memory_order_acquire);
 }
 
 bool paused() {

@@ -84,6 +84,8 @@ struct LocalCounters {
   std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];
+  /// Bumped (release) when a production allocation starts waiting for room.
+  std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];
   /// When set, called by the client thread every tick while registered,
   /// before the counters are copied: the interposer moves memory toward its
   /// device-resident targets there (spill.cc).
@@ -119,6 +121,10 @@ std::uint64_t mem_limit(int device);
 /// (control_block.h, layout 3); kNoLimit when there is no target or no
 /// coordinator.
 std::uint64_t device_resident_target(int device);
+
+/// The wait the coordinator said no room is coming for (mem_request_seq's
+/// number; control_block.h), or 0 while unregistered.
+std::uint64_t mem_refused_seq(int device);
 
 /// Whether kernel launches must wait. One pointer and one flag load.
 bool paused();

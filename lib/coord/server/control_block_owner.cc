@@ -115,6 +115,12 @@ void ControlBlock::set_device_resident_target(int device, std::uint64_t bytes) {
   bump();
 }
 
+void ControlBlock::refuse_room(int device, std::uint64_t request_seq) {
+  if (limits_->mem_refused_seq[device].load(std::memory_order_relaxed) == request_seq) return;
+  limits_->mem_refused_seq[device].store(request_seq, std::memory_order_release);
+  bump();
+}
+
 bool ControlBlock::paused() const { return limits_->paused.load(std::memory_order_relaxed) != 0; }
 
 void ControlBlock::set_paused(bool paused) {

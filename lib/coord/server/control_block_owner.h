@@ -53,6 +53,9 @@ class ControlBlock {
   /// kNoLimit: no target. A no-op when unchanged.
   std::uint64_t device_resident_target(int device) const;
   void set_device_resident_target(int device, std::uint64_t bytes);
+  /// Tells the job that its production allocation waiting as `request_seq`
+  /// on `device` will get no room (control_block.h, "No room coming").
+  void refuse_room(int device, std::uint64_t request_seq);
 
   /// What the job last wrote. Values are the job's own claims: untrusted,
   /// shown as they are.

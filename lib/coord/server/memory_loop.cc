@@ -21,10 +21,13 @@ struct DeviceJobs {
   std::uint64_t capacity = kNoLimit;
   std::vector<Slot> slots;
   std::vector<ArbiterJob> inputs;
+  std::vector<std::uint64_t> request_seqs;  ///< per slot: the wait its inputs belong to
 };
 
-ArbiterJob input_of(const Job& job, int index) {
+ArbiterJob input_of(const Job& job, int index, std::uint64_t* request_seq) {
   const TelemetryPage& t = job.block->telemetry();
+  // Acquire before the bytes: they are then at least as new as the wait.
+  *request_seq = t.mem_request_seq[index].load(std::memory_order_acquire);
   ArbiterJob in;
   in.id = job.id;
   in.qos = job.block->qos();
@@ -44,6 +47,18 @@ ArbiterJob input_of(const Job& job, int index) {
   return in;
 }
 
+// No spill can make the production requests fit: every production job
+// waiting on the device is told so, and fails its allocation now rather
+// than after its wait (control_block.h, "No room coming"). The sequence
+// numbers were read before the bytes the arbiter judged (input_of).
+void refuse_waiting_production(const DeviceJobs& d) {
+  for (std::size_t i = 0; i < d.slots.size(); ++i) {
+    const Slot& slot = d.slots[i];
+    if (slot.job->block->qos() == kQosOpportunistic || d.request_seqs[i] == 0) continue;
+    slot.job->block->refuse_room(slot.index, d.request_seqs[i]);
+  }
+}
+
 }  // namespace
 
 void memory_tick(Registry& registry) {
@@ -55,11 +70,14 @@ void memory_tick(Registry& registry) {
       DeviceJobs& d = devices[job.devices[index].uuid];
       d.capacity = std::min(d.capacity, job.devices[index].mem_total_bytes);
       d.slots.push_back(Slot{&job, index});
-      d.inputs.push_back(input_of(job, index));
+      std::uint64_t request_seq = 0;
+      d.inputs.push_back(input_of(job, index, &request_seq));
+      d.request_seqs.push_back(request_seq);
     }
   });
   for (auto& [uuid, d] : devices) {
     ArbiterResult result = arbitrate(d.capacity, d.inputs);
+    if (!result.fits) refuse_waiting_production(d);
     std::size_t next = 0;
     for (const Slot& slot : d.slots) {
       if (slot.job->block->qos() != kQosOpportunistic) continue;
