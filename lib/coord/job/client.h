@@ -21,6 +21,9 @@
 //   GPUSHARE_JOB     the job name (default: the process name, /proc/self/comm)
 //   GPUSHARE_QOS     production | opportunistic (default: production)
 //   GPUSHARE_SOCKET  the coordinator socket (default: see socket_path.h)
+//   GPUSHARE_TREE    the job's tree file: a descriptor of it goes with every
+//                    registration, so that the coordinator counts this
+//                    process as part of the job (issue 18, item 5)
 //   GPUSHARE_COMPUTE a static compute cap, "30%" (0 < N <= 100; see
 //                    gpushare-run(1)); enforced by the interposer even
 //                    without a coordinator
@@ -56,6 +59,10 @@ struct JobIdentity {
   const char* name = nullptr;         ///< null: $GPUSHARE_JOB, else the process name
   const char* qos = nullptr;          ///< "production" | "opportunistic"; null: $GPUSHARE_QOS
   const char* socket_path = nullptr;  ///< null: $GPUSHARE_SOCKET, else the default path
+  /// The job's tree file (lib/interpose/tree.cc), whose descriptor proves
+  /// to the coordinator that this process is part of the job; null:
+  /// $GPUSHARE_TREE; empty: none (the process is a job of its own).
+  const char* tree_path = nullptr;
   /// Receives one log line (no newline); null: stderr when GPUSHARE_DEBUG is set.
   void (*log)(const char* line) = nullptr;
   int device_count = 0;

@@ -12,8 +12,8 @@ namespace gpushare::coord {
 
 namespace {
 
-struct Slot {  // one job on one device
-  Job* job;
+struct Slot {  // one process of a job on one device
+  Process* job;
   int index;  // the device's index in the job's registration
 };
 
@@ -23,10 +23,10 @@ struct DeviceJobs {
   std::vector<ArbiterJob> inputs;
 };
 
-ArbiterJob input_of(const Job& job, int index) {
+ArbiterJob input_of(const Process& job, int index) {
   const TelemetryPage& t = job.block->telemetry();
   ArbiterJob in;
-  in.id = job.id;
+  in.id = job.key;
   in.qos = job.block->qos();
   std::uint64_t used = t.devices[index].mem_used_bytes.load(std::memory_order_relaxed);
   if (in.qos == kQosOpportunistic) {
@@ -48,7 +48,7 @@ ArbiterJob input_of(const Job& job, int index) {
 
 void memory_tick(Registry& registry) {
   std::map<std::string, DeviceJobs> devices;
-  registry.for_each_job([&](Job& job) {
+  registry.for_each_process([&](Process& job) {
     if (!job.block) return;
     int count = std::min<int>(job.block->device_count(), static_cast<int>(job.devices.size()));
     for (int index = 0; index < count && index < kMaxDevices; ++index) {
