@@ -19,6 +19,7 @@
 #include "common/exit_status.h"
 #include "runner/coordinator.h"
 #include "runner/devices.h"
+#include "runner/job_tree.h"
 #include "runner/launch.h"
 
 namespace {
@@ -67,6 +68,19 @@ void ensure_coordinator(const std::string& executable, gpushare::LaunchPlan* pla
     if (!started) gpushare::diag::warning(started.error().message);
   }
   plan->environment.emplace_back("GPUSHARE_SOCKET", coordinator->socket_path);
+}
+
+// The job's tree file: one memory limit per device for all the processes
+// the job starts, and one job in the coordinator's view. Never fatal.
+void set_up_job_tree(gpushare::LaunchPlan* plan) {
+  if (std::getenv("GPUSHARE_DISABLE") != nullptr) return;
+  gpushare::Result<std::string> tree = gpushare::start_job_tree();
+  if (!tree) {
+    gpushare::diag::warning(tree.error().message);
+    plan->environment.emplace_back("GPUSHARE_TREE", "");  // not an enclosing job's
+    return;
+  }
+  plan->environment.emplace_back("GPUSHARE_TREE", *tree);
 }
 
 int exec_command(const gpushare::LaunchPlan& plan) {
@@ -121,6 +135,7 @@ int run(RunOptions& options) {
   }
   // A coordinator for live limits, started per user when none is running.
   if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
+  set_up_job_tree(&*plan);
   return exec_command(*plan);
 }
 

@@ -1,0 +1,157 @@
+// The janitor of a job's tree file.
+//
+// The tree file must outlive the job's first process (its children may go
+// on, and still share the limit) and must not outlive the job, however the
+// job ends: a process killed with SIGKILL runs no cleanup. So gpushare-run,
+// before it execs the job, creates the file and leaves a small process
+// behind, the janitor, whose only work is to remove it:
+//
+//   1. gpushare-run forks a child, which opens a pidfd of gpushare-run (the
+//      pid the job will have after exec) and forks the janitor, then exits.
+//      gpushare-run reaps the child before exec, so the job never sees a
+//      child it did not start, and the janitor is nobody's child (init, or
+//      the nearest subreaper, adopts it).
+//   2. The janitor starts a session of its own (terminal signals to the
+//      job's process group do not reach it), holds no descriptor but the
+//      tree file and the pidfd (a pipe the job's caller reads from closes
+//      when the job ends, not when the janitor does), and waits for the
+//      job's first process to exit.
+//   3. Then, until no process holds a slot of the file (tree.cc: each
+//      process that uses a device takes one, with its pid and start time),
+//      it waits on pidfds of the slots' processes. When none is left, it
+//      removes the file (if the path still names it) and exits.
+//
+// A process of the job that has not used a device yet when the last slot's
+// process exits finds no file and counts on its own: the file is kept for
+// the processes that share it, not for every process the job may start.
+#include "runner/job_tree.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "interpose/tree_file.h"
+
+namespace gpushare {
+namespace {
+
+using interpose::TreeFile;
+
+int open_pidfd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+void wait_readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
+// Keeps only `keep_a` and `keep_b` (and stdio, pointed at /dev/null).
+void close_other_descriptors(int keep_a, int keep_b) {
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2 && null >= 0; ++fd) dup2(null, fd);
+  int low = keep_a < keep_b ? keep_a : keep_b;
+  int high = keep_a < keep_b ? keep_b : keep_a;
+  syscall(SYS_close_range, 3u, static_cast<unsigned>(low - 1), 0u);
+  syscall(SYS_close_range, static_cast<unsigned>(low + 1), static_cast<unsigned>(high - 1), 0u);
+  syscall(SYS_close_range, static_cast<unsigned>(high + 1), ~0u, 0u);
+}
+
+// Pidfds of the processes that hold a slot now.
+std::vector<int> live_members(const TreeFile& tree) {
+  std::vector<int> pidfds;
+  for (const interpose::TreeSlot& slot : tree.slots) {
+    std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+    if (pid <= 0) continue;
+    std::uint64_t started = slot.start_time.load(std::memory_order_acquire);
+    int pidfd = open_pidfd(pid);
+    // Checked after the pidfd is open, so it cannot name a reused pid.
+    if (pidfd < 0 || interpose::process_is_gone(pid, started)) {
+      if (pidfd >= 0) close(pidfd);
+      continue;
+    }
+    pidfds.push_back(pidfd);
+  }
+  return pidfds;
+}
+
+[[noreturn]] void run_janitor(const char* path, int tree_fd, int job_pidfd) {
+  setsid();
+  prctl(PR_SET_NAME, "gpushare-tree");
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  if (chdir("/") != 0) {
+    // Nothing depends on the directory; the file's path is absolute.
+  }
+  close_other_descriptors(tree_fd, job_pidfd);
+  void* memory = mmap(nullptr, sizeof(TreeFile), PROT_READ, MAP_SHARED, tree_fd, 0);
+  wait_readable(job_pidfd);  // the job's first process has exited
+  close(job_pidfd);
+  if (memory != MAP_FAILED) {
+    const auto& tree = *static_cast<const TreeFile*>(memory);
+    for (;;) {
+      std::vector<int> members = live_members(tree);
+      if (members.empty()) break;
+      std::vector<pollfd> watched;
+      for (int fd : members) watched.push_back({fd, POLLIN, 0});
+      while (poll(watched.data(), watched.size(), -1) < 0 && errno == EINTR) {
+      }
+      for (int fd : members) close(fd);
+    }
+  }
+  // Remove the file only if the path still names it.
+  struct stat held {
+  }, named{};
+  if (fstat(tree_fd, &held) == 0 && lstat(path, &named) == 0 && held.st_dev == named.st_dev &&
+      held.st_ino == named.st_ino) {
+    unlink(path);
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+Result<std::string> start_job_tree() {
+  char path[128];
+  int tree_fd = interpose::create_tree_file(path, sizeof path);
+  if (tree_fd < 0) {
+    return make_error(std::string("cannot create the job's tree file in /dev/shm: ") +
+                      std::strerror(errno));
+  }
+  pid_t job = getpid();
+  pid_t child = fork();
+  if (child < 0) {
+    int error = errno;
+    unlink(path);
+    close(tree_fd);
+    return make_error(std::string("cannot start the tree file's janitor: ") + std::strerror(error));
+  }
+  if (child == 0) {
+    int job_pidfd = open_pidfd(job);
+    if (job_pidfd < 0) _exit(1);
+    pid_t janitor = fork();
+    if (janitor == 0) run_janitor(path, tree_fd, job_pidfd);
+    _exit(janitor > 0 ? 0 : 1);
+  }
+  close(tree_fd);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    unlink(path);
+    return make_error("cannot start the tree file's janitor (no pidfd_open?)");
+  }
+  return std::string(path);
+}
+
+}  // namespace gpushare
