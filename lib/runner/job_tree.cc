@@ -19,13 +19,18 @@
 //   3. Then, until no process holds a slot of the file (tree.cc: each
 //      process that uses a device takes one, with its pid and start time),
 //      it waits on pidfds of the slots' processes. When none is left, it
-//      removes the file (if the path still names it) and exits.
+//      looks once through /proc for the user's processes whose environment
+//      names the file (descendants that have not used a device yet, such
+//      as a script's next program), and waits for those too. When neither
+//      finds a process, it removes the file (if the path still names it)
+//      and exits.
 //
-// A process of the job that has not used a device yet when the last slot's
-// process exits finds no file and counts on its own: the file is kept for
-// the processes that share it, not for every process the job may start.
+// A process of the job that changed its environment before it was started,
+// and first uses a device after all the others have exited, finds no file
+// and counts on its own.
 #include "runner/job_tree.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,7 +42,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "interpose/tree_file.h"
@@ -84,6 +92,60 @@ std::vector<int> live_members(const TreeFile& tree) {
   return pidfds;
 }
 
+// Whether /proc/PID/environ holds `entry` ("GPUSHARE_TREE=PATH") as a
+// whole variable.
+bool environment_holds(int dir, const char* pid, const std::string& entry) {
+  std::string path = std::string(pid) + "/environ";
+  int fd = openat(dir, path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string environment;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+    environment.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  std::size_t at = 0;
+  while (at < environment.size()) {
+    std::size_t end = environment.find('\0', at);
+    if (end == std::string::npos) end = environment.size();
+    if (environment.compare(at, end - at, entry) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+// Pidfds of this user's processes whose environment names the tree file.
+std::vector<int> environment_members(const char* tree_path) {
+  std::vector<int> pidfds;
+  std::string entry = std::string("GPUSHARE_TREE=") + tree_path;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pidfds;
+  for (dirent* e; (e = readdir(proc)) != nullptr;) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    struct stat owner {};
+    if (fstatat(dirfd(proc), e->d_name, &owner, 0) != 0 || owner.st_uid != geteuid()) continue;
+    pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (pid == getpid()) continue;
+    int pidfd = open_pidfd(pid);  // first, so that the pid cannot be reused under us
+    if (pidfd < 0) continue;
+    if (environment_holds(dirfd(proc), e->d_name, entry)) {
+      pidfds.push_back(pidfd);
+    } else {
+      close(pidfd);
+    }
+  }
+  closedir(proc);
+  return pidfds;
+}
+
+void wait_any(const std::vector<int>& pidfds) {
+  std::vector<pollfd> watched;
+  for (int fd : pidfds) watched.push_back({fd, POLLIN, 0});
+  while (poll(watched.data(), watched.size(), -1) < 0 && errno == EINTR) {
+  }
+  for (int fd : pidfds) close(fd);
+}
+
 [[noreturn]] void run_janitor(const char* path, int tree_fd, int job_pidfd) {
   setsid();
   prctl(PR_SET_NAME, "gpushare-tree");
@@ -97,17 +159,12 @@ std::vector<int> live_members(const TreeFile& tree) {
   void* memory = mmap(nullptr, sizeof(TreeFile), PROT_READ, MAP_SHARED, tree_fd, 0);
   wait_readable(job_pidfd);  // the job's first process has exited
   close(job_pidfd);
-  if (memory != MAP_FAILED) {
-    const auto& tree = *static_cast<const TreeFile*>(memory);
-    for (;;) {
-      std::vector<int> members = live_members(tree);
-      if (members.empty()) break;
-      std::vector<pollfd> watched;
-      for (int fd : members) watched.push_back({fd, POLLIN, 0});
-      while (poll(watched.data(), watched.size(), -1) < 0 && errno == EINTR) {
-      }
-      for (int fd : members) close(fd);
-    }
+  for (;;) {
+    std::vector<int> members;
+    if (memory != MAP_FAILED) members = live_members(*static_cast<const TreeFile*>(memory));
+    if (members.empty()) members = environment_members(path);
+    if (members.empty()) break;
+    wait_any(members);
   }
   // Remove the file only if the path still names it.
   struct stat held {

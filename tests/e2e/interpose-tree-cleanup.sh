@@ -7,7 +7,10 @@
 #    it; it goes when the child exits;
 #  - every process of the job is SIGKILLed: the file goes too (the first
 #    process used to remove it in a destructor, which SIGKILL skips, leaving
-#    one file in /dev/shm per killed job).
+#    one file in /dev/shm per killed job);
+#  - the first process exits while a descendant that has not used a device
+#    yet lives on: the janitor waits for that one too (it finds it by its
+#    environment), so it joins the tree when it starts using the GPU.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 
@@ -66,4 +69,34 @@ wait "$run_pid" || status=$?
 eval "exec $hold_fd>&-"
 tree=$(cat "$scratch/tree.path")
 wait_for "the tree file of a SIGKILLed job to be removed" gone "$tree"
+# 3. The first process exits before its descendant uses a device.
+cat >"$scratch/late.sh" <<'SCRIPT'
+set -eu
+echo "$GPUSHARE_TREE" >tree.path
+( until [ -e go ]; do sleep 0.01; done
+  exec "$1" alloc 64MiB ) >late.out 2>late.err &
+echo $! >late.pid
+SCRIPT
+rm -f "$scratch/tree.path"
+GPUSHARE_LOG=debug "${run[@]}" bash "$scratch/late.sh" "$gs_client" >/dev/null 2>&1 ||
+  fail "the job failed"
+tree=$(cat "$scratch/tree.path")
+late=$(cat "$scratch/late.pid")
+# The janitor of this file (the process holding it open) must come to wait
+# on the descendant: a pidfd of it among its descriptors.
+janitor_waits_on_late() {
+  local fd pid
+  for fd in /proc/[0-9]*/fd/*; do
+    [ "$(readlink "$fd" 2>/dev/null)" = "$tree" ] || continue
+    pid=${fd#/proc/}; pid=${pid%%/*}
+    grep -qx "Pid:[[:space:]]*$late" /proc/"$pid"/fdinfo/* 2>/dev/null && return 0
+  done
+  return 1
+}
+wait_for "the janitor to wait on the job's remaining process" janitor_waits_on_late
+[ -e "$tree" ] || fail "the tree file went while a process of the job lives"
+touch "$scratch/go"
+wait_for "the late process to finish" sh -c "grep -q '^alloc' '$scratch/late.out'"
+expect_grep "joined the job's process tree" "$scratch/late.err"
+wait_for "the tree file to go with the late process" gone "$tree"
 echo "interpose-tree-cleanup: ok (the file outlived its first process for its child, not the job)"
