@@ -1,11 +1,13 @@
 // A job is the process tree of one gpushare-run (issue 18, item 5): the
 // registry groups the processes that prove membership of one tree file.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "coord/server/registry.h"
@@ -236,4 +238,50 @@ TEST_CASE("a tree proof is the user's own private regular file", "[coord][regist
   CHECK_THAT(directory.error().message, Catch::Matchers::Contains("not a regular file"));
   CHECK_FALSE(TreeProof::verify(-1, me).ok());
   unlink(path);
+}
+
+TEST_CASE("a new connection's first passed descriptor is kept and the rest closed",
+          "[coord][registry][tree]") {
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  int passed[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC),
+                   open("/dev/zero", O_RDONLY | O_CLOEXEC)};
+  char text[] = "hello";
+  iovec io{text, 5};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof passed)] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof passed);
+  std::memcpy(CMSG_DATA(header), passed, sizeof passed);
+  REQUIRE(sendmsg(pair[0], &message, 0) == 5);
+  close(passed[0]);
+  close(passed[1]);
+
+  // Count this process's descriptors before and after: only the kept one stays.
+  auto open_descriptors = [] {
+    int count = 0;
+    for (int fd = 0; fd < 1024; ++fd) count += fcntl(fd, F_GETFD) >= 0 ? 1 : 0;
+    return count;
+  };
+  int before = open_descriptors();
+  int kept = -1;
+  char buffer[16];
+  REQUIRE(receive_keeping_descriptor(pair[1], buffer, sizeof buffer, &kept) == 5);
+  CHECK(std::string(buffer, 5) == "hello");
+  REQUIRE(kept >= 0);
+  struct stat info {};
+  REQUIRE(fstat(kept, &info) == 0);
+  struct stat null_info {};
+  REQUIRE(stat("/dev/null", &null_info) == 0);
+  CHECK(info.st_rdev == null_info.st_rdev);  // the first one: /dev/null
+  CHECK(open_descriptors() == before + 1);
+  close(kept);
+  close(pair[0]);
+  close(pair[1]);
 }

@@ -506,8 +506,10 @@ struct Server::Impl {
       if (it == connections.end()) return;
       Connection& c = it->second;
       if (!c.reading) return;  // its replies wait: leave its requests in the socket
-      ssize_t n = c.role == Role::kNew ? receive_with_tree(c, buffer, sizeof buffer)
-                                       : recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      // A new connection may pass its job's tree file (tree_identity.h).
+      ssize_t n = c.role == Role::kNew
+                      ? receive_keeping_descriptor(c.fd, buffer, sizeof buffer, &c.tree_fd)
+                      : recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
       if (n <= 0) {
@@ -521,36 +523,6 @@ struct Server::Impl {
       }
       if (!answer_buffered(key)) return;  // the connection is gone
     }
-  }
-
-  // Reads from a connection that has not said what it is yet, keeping the
-  // first descriptor it passes (a job's tree file, tree_identity.h); any
-  // other descriptor is closed at once.
-  static ssize_t receive_with_tree(Connection& c, char* buffer, std::size_t size) {
-    iovec io{buffer, size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t n = recvmsg(c.fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0) return n;
-    for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
-      if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-      std::size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-        if (c.tree_fd < 0) {
-          c.tree_fd = fd;
-        } else {
-          close(fd);
-        }
-      }
-    }
-    // Descriptors cut off for want of room were closed by the kernel.
-    return n;
   }
 
   // The tree a registering process proved it belongs to, or an invalid

@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/result.h"
@@ -54,5 +55,11 @@ class TreeProof {
   std::uint64_t inode_ = 0;
   uid_t owner_ = 0;
 };
+
+/// Reads from a socket as recv(MSG_DONTWAIT) does, keeping the first
+/// descriptor passed with the bytes in `*kept` while it is -1 (close-on-
+/// exec) and closing any other, so that a peer cannot make the coordinator
+/// hold descriptors.
+ssize_t receive_keeping_descriptor(int socket, char* buffer, std::size_t size, int* kept);
 
 }  // namespace gpushare::coord
