@@ -72,9 +72,9 @@ void ensure_coordinator(const std::string& executable, gpushare::LaunchPlan* pla
 
 // The job's tree file: one memory limit per device for all the processes
 // the job starts, and one job in the coordinator's view. Never fatal.
-void set_up_job_tree(gpushare::LaunchPlan* plan) {
+void set_up_job_tree(const std::string& executable, gpushare::LaunchPlan* plan) {
   if (std::getenv("GPUSHARE_DISABLE") != nullptr) return;
-  gpushare::Result<std::string> tree = gpushare::start_job_tree();
+  gpushare::Result<std::string> tree = gpushare::start_job_tree(executable);
   if (!tree) {
     gpushare::diag::warning(tree.error().message);
     plan->environment.emplace_back("GPUSHARE_TREE", "");  // not an enclosing job's
@@ -135,13 +135,15 @@ int run(RunOptions& options) {
   }
   // A coordinator for live limits, started per user when none is running.
   if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
-  set_up_job_tree(&*plan);
+  set_up_job_tree(executable, &*plan);
   return exec_command(*plan);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The janitor of a job's tree file is this program, exec'd again.
+  if (int janitor = gpushare::tree_janitor_main(argc, argv); janitor >= 0) return janitor;
   gpushare::diag::set_program_name("gpushare-run");
   CLI::App app{"Run a command on a shared GPU, with a QoS class and limits.", "gpushare-run"};
   gpushare::cli::configure(app, "gpushare-run");

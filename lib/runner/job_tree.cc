@@ -11,6 +11,12 @@
 //      gpushare-run reaps the child before exec, so the job never sees a
 //      child it did not start, and the janitor is nobody's child (init, or
 //      the nearest subreaper, adopts it).
+//      The janitor execs gpushare-run again in janitor mode, with an empty environment and a
+//      command line of its own
+//      ("gpushare-tree --tree-janitor PATH"), so that it neither shows as
+//      a second copy of the job's command line (pgrep -f, pkill -f) nor
+//      loads anything the job preloads; where that exec fails, the forked
+//      process does the same work.
 //   2. The janitor starts a session of its own (terminal signals to the
 //      job's process group do not reach it), holds no descriptor but the
 //      tree file and the pidfd (a pipe the job's caller reads from closes
@@ -54,6 +60,10 @@ namespace gpushare {
 namespace {
 
 using interpose::TreeFile;
+
+constexpr const char* kJanitorFlag = "--tree-janitor";
+constexpr int kJanitorTreeFd = 3;
+constexpr int kJanitorPidFd = 4;
 
 int open_pidfd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -176,9 +186,48 @@ void wait_any(const std::vector<int>& pidfds) {
   _exit(0);
 }
 
+// Puts the tree file at descriptor 3 and the pidfd at 4, where janitor mode
+// expects them (neither close-on-exec).
+void move_descriptors(int tree_fd, int job_pidfd) {
+  int tree_high = fcntl(tree_fd, F_DUPFD, 10);
+  int pidfd_high = fcntl(job_pidfd, F_DUPFD, 10);
+  dup2(tree_high, kJanitorTreeFd);
+  dup2(pidfd_high, kJanitorPidFd);
+  close(tree_high);
+  close(pidfd_high);
+}
+
+[[noreturn]] void become_janitor(const std::string& program, const char* path, int tree_fd,
+                                 int job_pidfd) {
+  move_descriptors(tree_fd, job_pidfd);
+  if (tree_fd != kJanitorTreeFd && tree_fd != kJanitorPidFd) close(tree_fd);
+  if (job_pidfd != kJanitorTreeFd && job_pidfd != kJanitorPidFd) close(job_pidfd);
+  char* const argv[] = {const_cast<char*>("gpushare-tree"), const_cast<char*>(kJanitorFlag),
+                        const_cast<char*>(path), nullptr};
+  char* const environment[] = {nullptr};
+  if (!program.empty()) execve(program.c_str(), argv, environment);
+  run_janitor(path, kJanitorTreeFd, kJanitorPidFd);  // the exec failed: do it here
+}
+
 }  // namespace
 
-Result<std::string> start_job_tree() {
+int tree_janitor_main(int argc, char** argv) {
+  if (argc != 3 || std::strcmp(argv[1], kJanitorFlag) != 0) return -1;
+  // Only as started by start_job_tree: descriptor 3 is the file at the
+  // path, and 4 a pidfd.
+  struct stat held {
+  }, named{};
+  char link[64] = {};
+  if (fstat(kJanitorTreeFd, &held) != 0 || lstat(argv[2], &named) != 0 ||
+      held.st_dev != named.st_dev || held.st_ino != named.st_ino ||
+      readlink("/proc/self/fd/4", link, sizeof link - 1) < 0 ||
+      std::strcmp(link, "anon_inode:[pidfd]") != 0) {
+    return 125;
+  }
+  run_janitor(argv[2], kJanitorTreeFd, kJanitorPidFd);
+}
+
+Result<std::string> start_job_tree(const std::string& program) {
   char path[128];
   int tree_fd = interpose::create_tree_file(path, sizeof path);
   if (tree_fd < 0) {
@@ -197,7 +246,7 @@ Result<std::string> start_job_tree() {
     int job_pidfd = open_pidfd(job);
     if (job_pidfd < 0) _exit(1);
     pid_t janitor = fork();
-    if (janitor == 0) run_janitor(path, tree_fd, job_pidfd);
+    if (janitor == 0) become_janitor(program, path, tree_fd, job_pidfd);
     _exit(janitor > 0 ? 0 : 1);
   }
   close(tree_fd);

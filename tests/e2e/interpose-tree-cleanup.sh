@@ -89,11 +89,15 @@ janitor_waits_on_late() {
   for fd in /proc/[0-9]*/fd/*; do
     [ "$(readlink "$fd" 2>/dev/null)" = "$tree" ] || continue
     pid=${fd#/proc/}; pid=${pid%%/*}
-    grep -qx "Pid:[[:space:]]*$late" /proc/"$pid"/fdinfo/* 2>/dev/null && return 0
+    grep -qx "Pid:[[:space:]]*$late" /proc/"$pid"/fdinfo/* 2>/dev/null && janitor=$pid && return 0
   done
   return 1
 }
 wait_for "the janitor to wait on the job's remaining process" janitor_waits_on_late
+# It goes by a name of its own, not by the job's command line.
+[ "$(tr '\0' ' ' </proc/"$janitor"/cmdline)" = "gpushare-tree --tree-janitor $tree " ] ||
+  fail "the janitor's command line is '$(tr '\0' ' ' </proc/"$janitor"/cmdline)'"
+[ "$(cat /proc/"$janitor"/comm)" = gpushare-tree ] || fail "the janitor's name is $(cat /proc/"$janitor"/comm)"
 [ -e "$tree" ] || fail "the tree file went while a process of the job lives"
 touch "$scratch/go"
 wait_for "the late process to finish" sh -c "grep -q '^alloc' '$scratch/late.out'"

@@ -375,8 +375,9 @@ ordered_json job_record(const JobView& job) {
   record["id"] = job.id;
   record["name"] = job.name;
   record["pid"] = job.pid;
-  record["pids"] = job.pids.empty() ? ordered_json::array({job.pid}) : ordered_json(job.pids);
   record["uid"] = job.uid;
+  // After uid: readers that match "pid":N,"uid":N as one run keep working.
+  record["pids"] = job.pids.empty() ? ordered_json::array({job.pid}) : ordered_json(job.pids);
   record["qos"] = qos_name(job.qos);
   std::uint64_t used = 0;
   std::uint64_t limit = 0;
