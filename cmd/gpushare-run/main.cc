@@ -142,9 +142,12 @@ int run(RunOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The janitor of a job's tree file is this program, exec'd again.
-  if (int janitor = gpushare::tree_janitor_main(argc, argv); janitor >= 0) return janitor;
   gpushare::diag::set_program_name("gpushare-run");
+  // The janitor of a job's tree file is this program, exec'd again.
+  if (int janitor = gpushare::tree_janitor_main(argc, argv); janitor >= 0) {
+    gpushare::diag::error("--tree-janitor is gpushare-run's own, for the janitor it starts");
+    return janitor;
+  }
   CLI::App app{"Run a command on a shared GPU, with a QoS class and limits.", "gpushare-run"};
   gpushare::cli::configure(app, "gpushare-run");
   // Options stop at the first word of the command (getopt's "+").
