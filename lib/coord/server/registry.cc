@@ -40,17 +40,23 @@ static void apply_cap(Process& process) {
   }
 }
 
-static JobDevice* job_device(Job& job, const std::string& uuid) {
+// The job's device with this UUID, or null (for a Job or a const Job).
+template <class AnyJob>
+static auto job_device(AnyJob& job, const std::string& uuid) -> decltype(&job.devices[0]) {
   auto it = std::find_if(job.devices.begin(), job.devices.end(),
                          [&](const JobDevice& d) { return d.uuid == uuid; });
   return it == job.devices.end() ? nullptr : &*it;
 }
 
+// Writes the job's limits, class, pause and cap into one process's pages
+// (changing only what differs, so observers see no spurious generation).
 void Registry::apply(const Job& job, Process& process) const {
   for (std::size_t i = 0; i < process.devices.size(); ++i) {
-    const JobDevice* device = job_device(const_cast<Job&>(job), process.devices[i].uuid);
-    if (device != nullptr)
+    const JobDevice* device = job_device(job, process.devices[i].uuid);
+    if (device != nullptr &&
+        process.block->mem_limit(static_cast<int>(i)) != device->mem_limit_bytes) {
       process.block->set_mem_limit(static_cast<int>(i), device->mem_limit_bytes);
+    }
   }
   if (process.block->qos() != job.qos) process.block->set_qos(job.qos);
   if (process.block->paused() != job.paused) process.block->set_paused(job.paused);
@@ -64,8 +70,7 @@ void Registry::apply(const Job& job, Process& process) const {
 // A returning job keeps its old id when it is free and was not another
 // user's. Hints stay small, so that one job cannot push every later id to
 // the end of the range.
-Result<Job*> Registry::start_job(const RegisterRequest& request, const Caller& peer,
-                                 TreeProof tree) {
+Job& Registry::start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree) {
   std::uint64_t id = next_id_;
   if (request.id_hint != 0 && request.id_hint <= kMaxIdHint && jobs_.count(request.id_hint) == 0) {
     auto memory = remembered_.find(request.id_hint);
@@ -79,7 +84,7 @@ Result<Job*> Registry::start_job(const RegisterRequest& request, const Caller& p
   job.qos = request.qos;
   job.compute_cap_ppm = request.compute_cap_ppm;
   job.tree = std::move(tree);
-  return &job;
+  return job;
 }
 
 Job* Registry::tree_job(const TreeProof& tree, uid_t uid) {
@@ -108,11 +113,8 @@ Result<Process*> Registry::add(const RegisterRequest& request, const Caller& pee
                       std::to_string(kMaxDevices) + ")");
   }
   Job* job = tree_job(tree, peer.uid);
-  if (job == nullptr) {
-    Result<Job*> started = start_job(request, peer, std::move(tree));
-    if (!started) return started.error();
-    job = *started;
-  }
+  if (job == nullptr) job = &start_job(request, peer, std::move(tree));
+  std::size_t known_devices = job->devices.size();
   // The job's devices: the union of its processes'. A device new to the job
   // comes with the limit its process asks for (after a coordinator restart,
   // the one in force for it).
@@ -131,6 +133,7 @@ Result<Process*> Registry::add(const RegisterRequest& request, const Caller& pee
   Result<std::unique_ptr<ControlBlock>> block =
       ControlBlock::create(job->id, static_cast<int>(limits.size()), limits.data(), job->qos);
   if (!block) {
+    job->devices.resize(known_devices);  // as it was
     if (job->processes.empty()) jobs_.erase(job->id);
     return block.error();
   }
