@@ -19,6 +19,7 @@
 #include "common/exit_status.h"
 #include "runner/coordinator.h"
 #include "runner/devices.h"
+#include "runner/job_tree.h"
 #include "runner/launch.h"
 
 namespace {
@@ -67,6 +68,19 @@ void ensure_coordinator(const std::string& executable, gpushare::LaunchPlan* pla
     if (!started) gpushare::diag::warning(started.error().message);
   }
   plan->environment.emplace_back("GPUSHARE_SOCKET", coordinator->socket_path);
+}
+
+// The job's tree file: one memory limit per device for all the processes
+// the job starts, and one job in the coordinator's view. Never fatal.
+void set_up_job_tree(const std::string& executable, gpushare::LaunchPlan* plan) {
+  if (std::getenv("GPUSHARE_DISABLE") != nullptr) return;
+  gpushare::Result<std::string> tree = gpushare::start_job_tree(executable);
+  if (!tree) {
+    gpushare::diag::warning(tree.error().message);
+    plan->environment.emplace_back("GPUSHARE_TREE", "");  // not an enclosing job's
+    return;
+  }
+  plan->environment.emplace_back("GPUSHARE_TREE", *tree);
 }
 
 int exec_command(const gpushare::LaunchPlan& plan) {
@@ -121,6 +135,7 @@ int run(RunOptions& options) {
   }
   // A coordinator for live limits, started per user when none is running.
   if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
+  set_up_job_tree(executable, &*plan);
   return exec_command(*plan);
 }
 
@@ -128,6 +143,11 @@ int run(RunOptions& options) {
 
 int main(int argc, char** argv) {
   gpushare::diag::set_program_name("gpushare-run");
+  // The janitor of a job's tree file is this program, exec'd again.
+  if (int janitor = gpushare::tree_janitor_main(argc, argv); janitor >= 0) {
+    gpushare::diag::error("--tree-janitor is gpushare-run's own, for the janitor it starts");
+    return janitor;
+  }
   CLI::App app{"Run a command on a shared GPU, with a QoS class and limits.", "gpushare-run"};
   gpushare::cli::configure(app, "gpushare-run");
   // Options stop at the first word of the command (getopt's "+").

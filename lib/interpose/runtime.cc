@@ -62,6 +62,7 @@ void start_coordinator_client(int count) {
   job.qos = settings.qos;
   job.socket_path = settings.socket_path[0] != '\0' ? settings.socket_path : nullptr;
   job.compute_cap_ppm = settings.compute_cap_ppm;
+  job.tree_path = joined_tree_path();
   job.log = &log_coordinator_line;
   job.debug = settings.debug_client;
   job.device_count = count;

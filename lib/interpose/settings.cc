@@ -97,6 +97,14 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
   if (const char* job = getenv(env::kJob); job != nullptr) {
     copy_bounded(settings->job_name, sizeof settings->job_name, job);
   }
+  if (const char* tree = getenv(env::kTree); tree != nullptr && *tree != '\0') {
+    if (std::strlen(tree) >= sizeof settings->tree_path) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "GPUSHARE_TREE is longer than %zu bytes", sizeof settings->tree_path - 1);
+      return;
+    }
+    copy_bounded(settings->tree_path, sizeof settings->tree_path, tree);
+  }
   if (const char* socket = getenv(env::kSocket); socket != nullptr) {
     if (std::strlen(socket) >= sizeof settings->socket_path) {
       std::snprintf(settings->error, sizeof settings->error,

@@ -26,6 +26,8 @@ struct Settings {
   bool debug_client = false;
   char job_name[kMaxJobNameBytes + 1] = {};
   char socket_path[108] = {};
+  /// GPUSHARE_TREE: the job's tree file (tree.cc); empty when unset.
+  char tree_path[128] = {};
   /// Non-empty when a setting is invalid: CUDA initialisation then fails
   /// with this message instead of running unlimited.
   char error[320] = {};
@@ -34,8 +36,9 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads the job's environment (vocab/env.h) once: GPUSHARE_DISABLE, _LOG,
-/// _QOS, _MEM_LIMIT, _SPILL, _COMPUTE, _JOB, _SOCKET and _DEBUG. Nothing
-/// else in the job reads them. Never fails: errors land in `error`.
+/// _QOS, _MEM_LIMIT, _SPILL, _COMPUTE, _JOB, _TREE, _SOCKET and _DEBUG.
+/// Nothing else in the job reads them (tree.cc's constructor writes
+/// GPUSHARE_TREE, before this runs, when the job's first process has none). Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
 
 /// The job's limit on a device of `physical_total` bytes, or kNoLimit.

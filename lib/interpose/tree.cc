@@ -1,10 +1,13 @@
 // A job is a process tree (issue 18, item 5): one memory limit for
 // everything gpushare-run starts, per device, summed over the processes.
 //
-// The first process of a job that loads the interposer (the command
-// gpushare-run execs) creates a small shared file, private to the user
-// (/dev/shm, O_EXCL, mode 0600, a random name), and puts its path in
-// GPUSHARE_TREE, which every descendant inherits. Each process that uses a
+// gpushare-run creates a small shared file, private to the user (/dev/shm,
+// O_EXCL, mode 0600, a random name; tree_file.h), and puts its path in
+// GPUSHARE_TREE, which every descendant inherits; a janitor it leaves
+// behind removes the file once no process of the job is left
+// (lib/runner/job_tree.cc). Without gpushare-run (the interposer preloaded
+// by hand), the first process that loads the interposer creates the file
+// and removes it at its exit. Each process that uses a
 // device joins the file when its devices are enumerated: it takes a slot
 // (its pid and start time) and, per device, counts what it holds in its
 // slot and in the tree's sum, both in the file. Devices are matched by
@@ -20,16 +23,16 @@
 // more. Joining is serialised with flock(2) on the file, which dies with
 // its holder.
 //
-// What is not shared: live limits and ls are per process (each registers
-// with the coordinator on its own), and a descendant that clears its
-// environment, or that the file's creator outlived by unlinking it at its
-// exit, counts on its own.
+// Each process registers with the coordinator on its own, passing a
+// descriptor of this file as the proof that it belongs to the job, so the
+// coordinator shows and controls the tree as one job (one limit, one pause;
+// lib/coord/server/tree_identity.h). A descendant that clears its
+// environment, or that starts after the file is gone, counts on its own.
 #include "interpose/tree.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,62 +45,18 @@
 
 #include "interpose/log.h"
 #include "interpose/runtime.h"
+#include "interpose/tree_file.h"
+#include "vocab/env.h"
 
 namespace gpushare::interpose {
 namespace {
-
-constexpr std::uint32_t kTreeMagic = 0x45525447;  // "GTRE" little-endian
-constexpr std::uint32_t kTreeVersion = 1;
-constexpr int kTreeSlots = 256;
-constexpr int kTreeDevices = 16;
-
-struct TreeDevice {
-  std::atomic<std::uint32_t> ready;  // 1 once uuid is written
-  std::uint32_t pad;
-  unsigned char uuid[16];
-  std::atomic<std::uint64_t> held;  // the tree's sum
-};
-
-struct TreeSlot {
-  std::atomic<std::int32_t> pid;  // 0 free, -1 being reclaimed
-  std::uint32_t pad;
-  std::atomic<std::uint64_t> start_time;
-  std::atomic<std::uint64_t> held[kTreeDevices];  // by TreeDevice index
-};
-
-struct TreeFile {
-  std::uint32_t magic;
-  std::uint32_t version;
-  TreeDevice devices[kTreeDevices];
-  TreeSlot slots[kTreeSlots];
-};
 
 TreeFile* g_tree = nullptr;
 TreeSlot* g_slot = nullptr;
 pid_t g_creator = 0;  // the process that created the file, which unlinks it
 char g_created_path[128] = "";
-
-// Field 22 of /proc/PID/stat: when the process started, in clock ticks.
-std::uint64_t start_time_of(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char text[1024];
-  ssize_t length = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (length <= 0) return 0;
-  text[length] = '\0';
-  const char* field = std::strrchr(text, ')');  // the name may hold spaces
-  for (int index = 2; field != nullptr && index < 22; ++index) field = std::strchr(field + 1, ' ');
-  return field != nullptr ? std::strtoull(field + 1, nullptr, 10) : 0;
-}
-
-bool is_dead(pid_t pid, std::uint64_t start_time) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::uint64_t now = start_time_of(pid);
-  return now != 0 && start_time != 0 && now != start_time;  // the pid was reused
-}
+// The file join_process_tree opened; empty when none.
+char g_joined_path[128] = "";
 
 bool reclaim_dead() {
   TreeFile* tree = g_tree;
@@ -105,7 +64,7 @@ bool reclaim_dead() {
   bool found = false;
   for (TreeSlot& slot : tree->slots) {
     std::int32_t pid = slot.pid.load(std::memory_order_acquire);
-    if (pid <= 0 || pid == getpid() || !is_dead(pid, slot.start_time.load())) continue;
+    if (pid <= 0 || pid == getpid() || !process_is_gone(pid, slot.start_time.load())) continue;
     if (!slot.pid.compare_exchange_strong(pid, -1, std::memory_order_acq_rel)) continue;
     for (int d = 0; d < kTreeDevices; ++d) {
       std::uint64_t bytes = slot.held[d].exchange(0, std::memory_order_acq_rel);
@@ -125,7 +84,7 @@ TreeSlot* claim_slot(TreeFile* tree) {
     for (TreeSlot& slot : tree->slots) {
       std::int32_t free = 0;
       if (slot.pid.compare_exchange_strong(free, getpid(), std::memory_order_acq_rel)) {
-        slot.start_time.store(start_time_of(getpid()), std::memory_order_release);
+        slot.start_time.store(process_start_time(getpid()), std::memory_order_release);
         return &slot;
       }
     }
@@ -175,24 +134,19 @@ TreeFile* open_tree(const char* path, int* fd_out) {
 
 // The first process of the job creates the file before main, so that every
 // process it starts inherits its path.
-__attribute__((constructor)) void create_tree_file() {
-  const char* existing = std::getenv("GPUSHARE_TREE");
-  if ((existing != nullptr && *existing != '\0') || std::getenv("GPUSHARE_DISABLE") != nullptr) {
+// Priority 101: before every default constructor, read_settings_at_load
+// (runtime.cc) included, which must see the variable this one sets.
+__attribute__((constructor(101))) void create_tree_for_job() {
+  // Before main, so before interpose/settings.cc reads the environment:
+  // this constructor writes GPUSHARE_TREE for the job's children.
+  const char* existing = std::getenv(env::kTree);
+  if ((existing != nullptr && *existing != '\0') || std::getenv(env::kDisable) != nullptr) {
     return;
   }
-  unsigned long long token[2] = {0, 0};
-  if (getrandom(token, sizeof token, 0) != static_cast<ssize_t>(sizeof token)) return;
-  std::snprintf(g_created_path, sizeof g_created_path, "/dev/shm/gpushare-tree-%u-%016llx%016llx",
-                static_cast<unsigned>(geteuid()), token[0], token[1]);
-  int fd = open(g_created_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = create_tree_file(g_created_path, sizeof g_created_path);
   if (fd < 0) return;
-  TreeFile header{};
-  header.magic = kTreeMagic;
-  header.version = kTreeVersion;
-  bool written = ftruncate(fd, sizeof(TreeFile)) == 0 &&
-                 pwrite(fd, &header, 8, 0) == 8;  // magic and version; the rest is zero
   close(fd);
-  if (!written || setenv("GPUSHARE_TREE", g_created_path, 1) != 0) {
+  if (setenv(env::kTree, g_created_path, 1) != 0) {
     unlink(g_created_path);
     return;
   }
@@ -215,11 +169,12 @@ __attribute__((destructor)) void leave_tree() {
 }  // namespace
 
 void join_process_tree(int device_count) {
-  const char* path = std::getenv("GPUSHARE_TREE");
-  if (path == nullptr || *path == '\0' || g_runtime.settings.disabled) return;
+  const char* path = g_runtime.settings.tree_path;
+  if (*path == '\0' || g_runtime.settings.disabled) return;
   int fd = -1;
   TreeFile* tree = open_tree(path, &fd);
   if (tree == nullptr) return;
+  std::snprintf(g_joined_path, sizeof g_joined_path, "%s", path);
   flock(fd, LOCK_EX);
   g_tree = tree;
   TreeSlot* slot = claim_slot(tree);
@@ -237,5 +192,7 @@ void join_process_tree(int device_count) {
   flock(fd, LOCK_UN);
   close(fd);
 }
+
+const char* joined_tree_path() { return g_joined_path[0] != '\0' ? g_joined_path : nullptr; }
 
 }  // namespace gpushare::interpose

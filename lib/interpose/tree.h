@@ -9,4 +9,8 @@ namespace gpushare::interpose {
 /// the process counts on its own.
 void join_process_tree(int device_count);
 
+/// The tree file this process joined (its descriptor goes with the
+/// coordinator registration), or null.
+const char* joined_tree_path();
+
 }  // namespace gpushare::interpose

@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
     return fail(std::string("GPUSHARE_QOS: ") + kQosExpected);
   }
   job.socket_path = std::getenv(env::kSocket);
+  job.tree_path = std::getenv(env::kTree);
   if (const char* compute = std::getenv(env::kCompute);
       compute != nullptr && *compute != '\0' &&
       !parse_compute_percent(compute, &job.compute_cap_ppm)) {

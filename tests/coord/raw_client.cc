@@ -2,9 +2,11 @@
 // socket and prints whatever comes back, for the protocol's robustness
 // tests. Exit status: 0 when the coordinator closed the connection, 3 when
 // it was still open after --timeout-ms (default 2000), 1 when connecting
-// failed.
+// failed. --pass FILE sends a descriptor of FILE (opened read-only) with
+// the first bytes, as a job passes its tree file (a forger's tool).
 //
-//   gpushare-coord-raw [--socket PATH] [--timeout-ms N] < request-bytes
+//   gpushare-coord-raw [--socket PATH] [--timeout-ms N] [--pass FILE] < request-bytes
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,9 +21,16 @@
 int main(int argc, char** argv) {
   const char* path = std::getenv("GPUSHARE_SOCKET");
   int timeout_ms = 2000;
+  const char* pass = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--socket") == 0) path = argv[i + 1];
     if (std::strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--pass") == 0) pass = argv[i + 1];
+  }
+  int passed = -1;
+  if (pass != nullptr && (passed = open(pass, O_RDONLY | O_CLOEXEC)) < 0) {
+    std::fprintf(stderr, "gpushare-coord-raw: error: %s: %s\n", pass, std::strerror(errno));
+    return 1;
   }
   if (path == nullptr) {
     std::fprintf(stderr, "gpushare-coord-raw: error: no socket (--socket or GPUSHARE_SOCKET)\n");
@@ -42,7 +51,26 @@ int main(int argc, char** argv) {
   // The coordinator may hang up before taking everything (an oversized
   // message): stop sending then, and read its answer.
   for (std::size_t sent = 0; sent < input.size();) {
-    ssize_t n = send(fd, input.data() + sent, input.size() - sent, MSG_NOSIGNAL);
+    ssize_t n;
+    if (passed >= 0) {
+      iovec io{input.data() + sent, input.size() - sent};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+      msghdr message{};
+      message.msg_iov = &io;
+      message.msg_iovlen = 1;
+      message.msg_control = control;
+      message.msg_controllen = sizeof control;
+      cmsghdr* header = CMSG_FIRSTHDR(&message);
+      header->cmsg_level = SOL_SOCKET;
+      header->cmsg_type = SCM_RIGHTS;
+      header->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(header), &passed, sizeof(int));
+      n = sendmsg(fd, &message, MSG_NOSIGNAL);
+      close(passed);
+      passed = -1;
+    } else {
+      n = send(fd, input.data() + sent, input.size() - sent, MSG_NOSIGNAL);
+    }
     if (n <= 0) break;
     sent += static_cast<std::size_t>(n);
   }

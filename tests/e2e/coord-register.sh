@@ -19,7 +19,7 @@ job_say eval status | jq -e '.registered and .job_id == 2 and .mem_limit_bytes =
 uid=$(id -u)
 expect_exit 0 gpushare-ctl ls
 jq -se --argjson pid "${job_pid[train]}" --argjson uid "$uid" \
-  'map(select(.id == 1))[0] | .pid == $pid and .uid == $uid' \
+  'map(select(.id == 1))[0] | .pid == $pid and .pids == [$pid] and .uid == $uid' \
   "$scratch/out" >/dev/null || fail "job 1 does not carry its own pid and uid"
 jq -se --argjson uid "$uid" 'all(.[]; .uid == $uid)' "$scratch/out" >/dev/null ||
   fail "a job does not carry the test's uid $uid"
@@ -28,7 +28,7 @@ jq -se --argjson uid "$uid" 'all(.[]; .uid == $uid)' "$scratch/out" >/dev/null |
 jq -se 'map(.compute_phase) as $p | $p[0] == "free" and ($p[1] == "free" or $p[1] == "profile")' \
   "$scratch/out" >/dev/null || fail "unexpected compute phases: $(jq -c .compute_phase "$scratch/out")"
 # Everything else but the pid is fixed by the test: compare it whole.
-jq -c 'del(.pid, .compute_phase) | .uid = 0' "$scratch/out" >"$scratch/ls"
+jq -c 'del(.pid, .pids, .compute_phase) | .uid = 0' "$scratch/out" >"$scratch/ls"
 expect_golden ctl/ls.jsonl "$scratch/ls"
 
 expect_exit 0 gpushare-ctl ls --format table

@@ -31,8 +31,8 @@ Caller peer(pid_t pid) {
 }
 
 // What a job's client thread does every 50 ms.
-void publish(const Job& job, std::uint64_t now, std::uint64_t launches, std::uint64_t iterations,
-             std::uint64_t last_iteration) {
+void publish(const Process& job, std::uint64_t now, std::uint64_t launches,
+             std::uint64_t iterations, std::uint64_t last_iteration) {
   auto& page = const_cast<TelemetryPage&>(job.block->telemetry());
   page.launches.store(launches);
   page.iterations.store(iterations);
@@ -44,7 +44,7 @@ void publish(const Job& job, std::uint64_t now, std::uint64_t launches, std::uin
 
 TEST_CASE("compute loop writes a static cap at registration and keeps it") {
   Registry registry{Policy{}};
-  Job* capped = *registry.add(request("capped", kQosProduction, 300000), peer(10));
+  Process* capped = *registry.add(request("capped", kQosProduction, 300000), peer(10));
   // At once, before any tick: the job's page carries the cap and the flag.
   CHECK(capped->block->compute(0).compute_cap_ppm == 300000);
   ComputeLoop loop(ComputePolicy::kGpushare);
@@ -57,8 +57,8 @@ TEST_CASE("compute loop writes a static cap at registration and keeps it") {
 TEST_CASE(
     "compute loop throttles the opportunistic job while production runs and drops a dead one") {
   Registry registry{Policy{}};
-  Job* prod = *registry.add(request("prod", kQosProduction), peer(10));
-  Job* opp = *registry.add(request("opp", kQosOpportunistic), peer(11));
+  Process* prod = *registry.add(request("prod", kQosProduction), peer(10));
+  Process* opp = *registry.add(request("opp", kQosOpportunistic), peer(11));
   ComputeLoop loop(ComputePolicy::kGpushare);
   std::uint64_t now = 1000 * kMs;
   std::uint64_t iterations = 0, launches = 0, last = 0, opp_launches = 0;

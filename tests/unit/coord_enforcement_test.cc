@@ -76,8 +76,8 @@ TEST_CASE("the tolerance is 64 MiB or a 32nd of the limit", "[coord][enforcement
 TEST_CASE("a job over its limit at two checks in a row is marked and warned once",
           "[coord][enforcement]") {
   Fixture f;
-  std::uint64_t greedy = (*f.registry.add(job("greedy", 1 * GiB), peer(100)))->id;
-  std::uint64_t honest = (*f.registry.add(job("honest", 1 * GiB), peer(200)))->id;
+  std::uint64_t greedy = (*f.registry.add(job("greedy", 1 * GiB), peer(100)))->job_id;
+  std::uint64_t honest = (*f.registry.add(job("honest", 1 * GiB), peer(200)))->job_id;
   Enforcer enforcer = f.make(ViolationAction::kWarn);
   f.held = {{100, 4 * GiB}, {200, 1 * GiB + 32 * MiB}};  // honest: within the tolerance
   enforcer.check(f.registry, 0);
@@ -91,7 +91,7 @@ TEST_CASE("a job over its limit at two checks in a row is marked and warned once
   CHECK_FALSE(f.violation_of(enforcer, honest));
   enforcer.check(f.registry, 0);
   CHECK(f.warnings.size() == 1);
-  CHECK_FALSE(f.registry.find(greedy)->block->paused());
+  CHECK_FALSE(f.registry.find(greedy)->paused);
   // Back under the limit: the mark goes.
   f.held[100] = 512 * MiB;
   enforcer.check(f.registry, 0);
@@ -100,14 +100,14 @@ TEST_CASE("a job over its limit at two checks in a row is marked and warned once
 
 TEST_CASE("pause pauses a violator and a job with no limit is never one", "[coord][enforcement]") {
   Fixture f;
-  std::uint64_t greedy = (*f.registry.add(job("greedy", 1 * GiB), peer(100)))->id;
-  std::uint64_t free_job = (*f.registry.add(job("free", kNoLimit), peer(300)))->id;
+  std::uint64_t greedy = (*f.registry.add(job("greedy", 1 * GiB), peer(100)))->job_id;
+  std::uint64_t free_job = (*f.registry.add(job("free", kNoLimit), peer(300)))->job_id;
   Enforcer enforcer = f.make(ViolationAction::kPause);
   f.held = {{100, 2 * GiB}, {300, 15 * GiB}};
   enforcer.check(f.registry, 0);
   enforcer.check(f.registry, 0);
-  CHECK(f.registry.find(greedy)->block->paused());
-  CHECK_FALSE(f.registry.find(free_job)->block->paused());
+  CHECK(f.registry.find(greedy)->paused);
+  CHECK_FALSE(f.registry.find(free_job)->paused);
   CHECK_FALSE(f.violation_of(enforcer, free_job));
   REQUIRE(f.warnings.size() == 1);
   CHECK(f.warnings[0].find("; paused") != std::string::npos);
@@ -117,11 +117,35 @@ TEST_CASE("a device NVML cannot tell about is not checked", "[coord][enforcement
   Fixture f;
   RegisterRequest other = job("elsewhere", 1 * GiB);
   other.devices[0].uuid = "GPU-b";
-  std::uint64_t id = (*f.registry.add(other, peer(100)))->id;
+  std::uint64_t id = (*f.registry.add(other, peer(100)))->job_id;
   Enforcer enforcer = f.make(ViolationAction::kKill);
   f.held = {{100, 8 * GiB}};
   enforcer.check(f.registry, 0);
   enforcer.check(f.registry, 0);
   CHECK_FALSE(f.violation_of(enforcer, id));
   CHECK(f.warnings.empty());
+}
+
+TEST_CASE("a job's processes are checked together against the job's limit",
+          "[coord][enforcement]") {
+  Fixture f;
+  // Two processes of one tree, 768 MiB each: each under the 1 GiB limit,
+  // the job well over it (issue 18, item 5).
+  std::uint64_t id =
+      (*f.registry.add(job("tree", 1 * GiB), peer(100), TreeProof::for_test(1, 42, 1000)))->job_id;
+  REQUIRE((*f.registry.add(job("tree", 1 * GiB), peer(101), TreeProof::for_test(1, 42, 1000)))
+              ->job_id == id);
+  Enforcer enforcer = f.make(ViolationAction::kPause);
+  f.held = {{100, 768 * MiB}, {101, 768 * MiB}};
+  enforcer.check(f.registry, 0);
+  enforcer.check(f.registry, 0);
+  auto violation = f.violation_of(enforcer, id);
+  REQUIRE(violation);
+  CHECK(violation->observed_bytes == 1536 * MiB);
+  CHECK(f.registry.find(id)->paused);
+  for (std::uint64_t key : f.registry.find(id)->processes) {
+    CHECK(f.registry.process(key)->block->paused());  // every process of the job
+  }
+  REQUIRE(f.warnings.size() == 1);
+  CHECK(f.warnings[0].find("(pid 100, 101, uid 1000)") != std::string::npos);
 }

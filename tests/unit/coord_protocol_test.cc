@@ -34,6 +34,22 @@ TEST_CASE("a register message parses into its fields", "[coord][protocol]") {
   CHECK(r.devices[0].mem_total_bytes == 17179869184ull);
   CHECK(r.devices[0].requested_limit_bytes == 4294967296ull);
   CHECK(r.devices[0].mem_limit_bytes == 1073741824ull);
+  CHECK_FALSE(r.tree);
+}
+
+TEST_CASE("a register message says whether a tree file comes with it", "[coord][protocol]") {
+  auto with_tree = [](const std::string& tree) {
+    return R"({"kind":"register","version":1,"name":"a","qos":"production","tree":)" + tree +
+           R"(,"devices":[]})";
+  };
+  auto request = parse_request(with_tree("true"));
+  REQUIRE(request.ok());
+  CHECK(std::get<RegisterRequest>(*request).tree);
+  CHECK(error_of(with_tree("1")) == "field 'tree' must be true or false");
+  // It goes out as it came in.
+  auto encoded = parse_request(encode_request(*request));
+  REQUIRE(encoded.ok());
+  CHECK(std::get<RegisterRequest>(*encoded).tree);
 }
 
 TEST_CASE("null limits mean none, and a missing current limit is the requested one",
@@ -180,6 +196,7 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "name",
                                              "pid",
                                              "uid",
+                                             "pids",
                                              "qos",
                                              "device",
                                              "mem_used_bytes",

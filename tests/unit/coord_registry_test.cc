@@ -74,15 +74,15 @@ TEST_CASE("a re-registering job keeps its id when free, and its current limit",
   r.devices[0].mem_limit_bytes = 1 * GiB;
   auto added = registry.add(r, peer(100, kAlice));
   REQUIRE(added.ok());
-  CHECK((*added)->id == 7);
+  CHECK((*added)->job_id == 7);
   CHECK((*added)->block->mem_limit(0) == 1 * GiB);
   CHECK((*added)->devices[0].requested_limit_bytes == 4 * GiB);
   // The next new job continues after the hint; a taken hint is ignored.
-  CHECK((*registry.add(job("b"), peer(101, kAlice)))->id == 8);
-  CHECK((*registry.add(r, peer(102, kAlice)))->id == 9);
+  CHECK((*registry.add(job("b"), peer(101, kAlice)))->job_id == 8);
+  CHECK((*registry.add(r, peer(102, kAlice)))->job_id == 9);
   // An outlandish hint is ignored rather than moving every later id.
   r.id_hint = kMaxIdHint + 1;
-  CHECK((*registry.add(r, peer(103, kAlice)))->id == 10);
+  CHECK((*registry.add(r, peer(103, kAlice)))->job_id == 10);
 }
 
 TEST_CASE("JOB selects by id, then pid, then a unique name", "[coord][registry]") {
@@ -108,7 +108,7 @@ TEST_CASE("JOB selects by id, then pid, then a unique name", "[coord][registry]"
 
 TEST_CASE("set changes the limit in the shared page", "[coord][registry]") {
   Registry registry({});
-  Job* a = *registry.add(job("a"), peer(100, kAlice));
+  Process* a = *registry.add(job("a"), peer(100, kAlice));
   std::string reason;
   auto result = registry.set(set_limit("a", "1GiB"), caller(0), kNow, &reason);
   REQUIRE(result.ok());
@@ -126,8 +126,8 @@ TEST_CASE("set changes the limit in the shared page", "[coord][registry]") {
 
 TEST_CASE("users act only on their own jobs, within their start limits", "[coord][registry]") {
   Registry registry({});
-  Job* alices = *registry.add(job("alices", 4 * GiB), peer(100, kAlice));
-  Job* bobs = *registry.add(job("bobs", 4 * GiB), peer(200, kBob));
+  Process* alices = *registry.add(job("alices", 4 * GiB), peer(100, kAlice));
+  Process* bobs = *registry.add(job("bobs", 4 * GiB), peer(200, kBob));
   std::string reason;
 
   SECTION("lowering, and raising back to the start limit, is the owner's right") {
@@ -146,7 +146,7 @@ TEST_CASE("users act only on their own jobs, within their start limits", "[coord
           "permission denied: only root may raise a memory limit above the one the job started "
           "with (4GiB; asked for 8GiB)");
     CHECK(alices->block->mem_limit(0) == 4 * GiB);
-    CHECK(alices->name == "alices");
+    CHECK(registry.find(alices->job_id)->name == "alices");
     CHECK_FALSE(registry.set(set_limit("alices", "none"), caller(kAlice), kNow, &reason).ok());
   }
   SECTION("another user's job is out of reach") {
@@ -182,7 +182,7 @@ TEST_CASE("users act only on their own jobs, within their start limits", "[coord
 
 TEST_CASE("members of the admin group act like root", "[coord][registry]") {
   Registry registry({kAdmins, "gpuadmin"});
-  Job* bobs = *registry.add(job("bobs", 4 * GiB), peer(200, kBob));
+  Process* bobs = *registry.add(job("bobs", 4 * GiB), peer(200, kBob));
   std::string reason;
   REQUIRE(registry.set(set_limit("bobs", "8GiB"), caller(kAlice, {kAdmins}), kNow, &reason).ok());
   CHECK(bobs->block->mem_limit(0) == 8 * GiB);
@@ -194,7 +194,7 @@ TEST_CASE("members of the admin group act like root", "[coord][registry]") {
 
 TEST_CASE("pause and resume show in the page and in the state", "[coord][registry]") {
   Registry registry({});
-  Job* a = *registry.add(job("a"), peer(100, kAlice));
+  Process* a = *registry.add(job("a"), peer(100, kAlice));
   std::string reason;
   auto paused = registry.pause({"a", true}, caller(kAlice), kNow, &reason);
   REQUIRE(paused.ok());
@@ -207,7 +207,7 @@ TEST_CASE("pause and resume show in the page and in the state", "[coord][registr
 
 TEST_CASE("a job whose telemetry stops is stale", "[coord][registry]") {
   Registry registry({});
-  Job* a = *registry.add(job("a"), peer(100, kAlice));
+  Process* a = *registry.add(job("a"), peer(100, kAlice));
   const_cast<TelemetryPage&>(a->block->telemetry()).heartbeat_ns.store(1'000'000'000);
   std::string reason;
   CHECK(registry.show("a", 2'000'000'000, &reason)->state == "running");
@@ -216,8 +216,8 @@ TEST_CASE("a job whose telemetry stops is stale", "[coord][registry]") {
 
 TEST_CASE("the node view sums jobs per device and class", "[coord][registry]") {
   Registry registry({});
-  Job* a = *registry.add(job("a", 4 * GiB, kQosProduction), peer(100, kAlice));
-  Job* b = *registry.add(job("b", 2 * GiB, kQosOpportunistic), peer(200, kBob));
+  Process* a = *registry.add(job("a", 4 * GiB, kQosProduction), peer(100, kAlice));
+  Process* b = *registry.add(job("b", 2 * GiB, kQosOpportunistic), peer(200, kBob));
   RegisterRequest other = job("c", kNoLimit);
   other.devices[0].uuid = "GPU-b";
   other.devices[0].mem_total_bytes = 8 * GiB;
@@ -232,7 +232,7 @@ TEST_CASE("the node view sums jobs per device and class", "[coord][registry]") {
   CHECK(node.devices[0].opportunistic.mem_limit_bytes == 2 * GiB);
   CHECK(node.devices[1].opportunistic.mem_limit_bytes == kNoLimit);
   // A job that leaves frees its share at once.
-  registry.remove(a->id);
+  registry.remove(a->key);
   CHECK(registry.node(kNow).devices[0].production.mem_used_bytes == 0);
 }
 
@@ -242,7 +242,7 @@ TEST_CASE("the node view counts a job on two GPUs once and sums where memory liv
   RegisterRequest wide = job("wide", kNoLimit, kQosOpportunistic);
   wide.devices.push_back(wide.devices[0]);
   wide.devices[1].uuid = "GPU-b";
-  Job* w = *registry.add(wide, peer(100, kAlice));
+  Process* w = *registry.add(wide, peer(100, kAlice));
   registry.add(job("p", kNoLimit, kQosProduction), peer(200, kAlice));
   auto& telemetry = const_cast<TelemetryPage&>(w->block->telemetry());
   telemetry.device_resident_bytes[0].store(3 * GiB);

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "coord/job/wire.h"
 #include "coord/contract/protocol.h"
+#include "coord/job/wire.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;
@@ -53,6 +53,11 @@ TEST_CASE("the client's register message parses on the coordinator", "[coord][wi
   CHECK(r.devices[0].mem_limit_bytes == 1ull << 30);
   CHECK(r.devices[1].requested_limit_bytes == kNoLimit);
   CHECK(r.devices[1].mem_limit_bytes == kNoLimit);
+  CHECK_FALSE(r.tree);
+  wire::RegisterFields with_tree = f.fields("train", 2, 12);
+  with_tree.tree = true;
+  REQUIRE(wire::write_register(buffer, sizeof buffer, with_tree) > 0);
+  CHECK(parse(buffer).tree);
 }
 
 TEST_CASE("names are escaped, cleaned of invalid UTF-8 and cut at 128 bytes", "[coord][wire]") {

@@ -145,6 +145,10 @@ Result<Request> parse_register(const Fields& fields) {
     return make_error("field 'compute_cap_ppm' must be in 1..1000000");
   }
   request.compute_cap_ppm = *cap;
+  if (const json* tree = fields.find("tree")) {
+    if (!tree->is_boolean()) return make_error("field 'tree' must be true or false");
+    request.tree = tree->get<bool>();
+  }
   const json* devices = fields.find("devices");
   if (devices == nullptr) return make_error("missing field 'devices'");
   if (!devices->is_array()) return make_error("field 'devices' must be an array");
@@ -268,6 +272,7 @@ std::string encode_request(const Request& request) {
     fields["qos"] = qos_name(r->qos);
     if (r->id_hint != 0) fields["id_hint"] = r->id_hint;
     if (r->compute_cap_ppm != kNoLimit) fields["compute_cap_ppm"] = r->compute_cap_ppm;
+    if (r->tree) fields["tree"] = true;
     fields["devices"] = ordered_json::array();
     for (const DeviceRegistration& d : r->devices) {
       fields["devices"].push_back({{"uuid", d.uuid},
@@ -355,6 +360,8 @@ ordered_json job_record(const JobView& job) {
   record["name"] = job.name;
   record["pid"] = job.pid;
   record["uid"] = job.uid;
+  // After uid: readers that match "pid":N,"uid":N as one run keep working.
+  record["pids"] = job.pids.empty() ? ordered_json::array({job.pid}) : ordered_json(job.pids);
   record["qos"] = qos_name(job.qos);
   std::uint64_t used = 0;
   std::uint64_t limit = 0;

@@ -47,6 +47,9 @@ struct RegisterRequest {
   std::uint32_t qos = kQosProduction;
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap (GPUSHARE_COMPUTE)
   std::uint64_t id_hint = 0;                 ///< 0: none
+  /// The message comes with a descriptor of the job's tree file (SCM_RIGHTS),
+  /// the proof that the process belongs to the job (issue 18, item 5).
+  bool tree = false;
   std::vector<DeviceRegistration> devices;
 };
 
@@ -102,7 +105,8 @@ struct ViolationView {
 struct JobView {
   std::uint64_t id = 0;
   std::string name;
-  std::int64_t pid = 0;
+  std::int64_t pid = 0;            ///< the job's first registered process
+  std::vector<std::int64_t> pids;  ///< all its registered processes (issue 18, item 5)
   std::uint32_t uid = 0;
   std::uint32_t qos = kQosProduction;
   std::string state;  ///< running | paused | stale

@@ -67,6 +67,7 @@ struct Config {
   char private_directory[128];
   char name[kMaxJobNameBytes + 1];
   char qos[16];
+  char tree_path[256];  // empty: none
   int device_count;
   unsigned char uuids[kMaxDevices][16];
   std::uint64_t mem_total_bytes[kMaxDevices];
@@ -188,9 +189,29 @@ struct Registration {
   TelemetryPage* telemetry = nullptr;
 };
 
-bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline_ns) {
+// Sends the whole message; `passed` (when >= 0) goes with its first byte.
+bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline_ns,
+              int passed = -1) {
   while (size > 0) {
-    ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n;
+    if (passed >= 0) {
+      iovec io{const_cast<char*>(data), size};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+      msghdr message{};
+      message.msg_iov = &io;
+      message.msg_iovlen = 1;
+      message.msg_control = control;
+      message.msg_controllen = sizeof control;
+      cmsghdr* header = CMSG_FIRSTHDR(&message);
+      header->cmsg_level = SOL_SOCKET;
+      header->cmsg_type = SCM_RIGHTS;
+      header->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(header), &passed, sizeof(int));
+      n = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) passed = -1;  // sent with the first bytes
+    } else {
+      n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
     if (n > 0) {
       data += n;
       size -= static_cast<std::size_t>(n);
@@ -330,13 +351,23 @@ Outcome try_register(int timeout_ms, Registration* out) {
                               g_config.requested_limit_bytes,
                               limits,
                               g_config.compute_cap_ppm};
+  // The tree file's descriptor proves this process is part of the job. A
+  // file that is gone (its job's first process and runner left) leaves this
+  // process a job of its own.
+  int tree_fd = -1;
+  if (g_config.tree_path[0] != '\0') {
+    tree_fd = open(g_config.tree_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (tree_fd < 0) log_line("no job tree file %s; registering on our own", g_config.tree_path);
+  }
+  fields.tree = tree_fd >= 0;
   char message[8192];
   std::size_t length = wire::write_register(message, sizeof message, fields);
   char reply[kMaxReplyBytes];
   int fds[2];
   int fd_count = 0;
-  if (length == 0 || !send_all(fd, message, length, deadline) ||
-      !receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline)) {
+  bool sent = length != 0 && send_all(fd, message, length, deadline, tree_fd);
+  if (tree_fd >= 0) close(tree_fd);
+  if (!sent || !receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline)) {
     close_fds(fds, fd_count);
     close(fd);
     return Outcome::kUnreachable;
@@ -554,6 +585,11 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
                         sizeof g_config.private_directory)) {
     g_config.private_directory[0] = '\0';
     g_config.socket_path[0] = '\0';  // cannot be checked: do not use it
+  }
+
+  g_config.tree_path[0] = '\0';
+  if (job.tree_path != nullptr && strlen(job.tree_path) < sizeof g_config.tree_path) {
+    copy_text(g_config.tree_path, sizeof g_config.tree_path, job.tree_path);
   }
 
   g_config.compute_cap_ppm = job.compute_cap_ppm;

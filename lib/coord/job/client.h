@@ -46,6 +46,10 @@ struct JobIdentity {
   const char* name = nullptr;         ///< GPUSHARE_JOB; null or empty: the process name
   Qos qos = kQosProduction;           ///< GPUSHARE_QOS
   const char* socket_path = nullptr;  ///< GPUSHARE_SOCKET; null or empty: the default path
+  /// GPUSHARE_TREE: the job's tree file (lib/interpose/tree.cc), whose
+  /// descriptor proves to the coordinator that this process is part of the
+  /// job; null or empty: none (the process is a job of its own).
+  const char* tree_path = nullptr;
   /// GPUSHARE_COMPUTE: the job's static compute cap, enforced by the
   /// interposer even without a coordinator; kNoLimit: none.
   std::uint64_t compute_cap_ppm = kNoLimit;

@@ -123,6 +123,7 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
     out.put(",\"compute_cap_ppm\":");
     out.number(fields.compute_cap_ppm);
   }
+  if (fields.tree) out.put(",\"tree\":true");
   out.put(",\"devices\":[");
   for (int i = 0; i < fields.device_count; ++i) {
     char uuid[kUuidTextBytes];

@@ -23,6 +23,7 @@ struct RegisterFields {
   const std::uint64_t* requested_limit_bytes;  ///< kNoLimit = none
   const std::uint64_t* mem_limit_bytes;        ///< the limit in force now; kNoLimit = none
   std::uint64_t compute_cap_ppm = kNoLimit;    ///< the job's static compute cap; kNoLimit = none
+  bool tree = false;  ///< the message comes with the job's tree file descriptor (SCM_RIGHTS)
 };
 
 /// Writes the register message, newline included. Returns its length, or 0

@@ -6,11 +6,11 @@ namespace gpushare::coord {
 
 void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   struct Member {
-    Job* job;
-    int device;  // index in the job's devices
+    Process* job;  // one process of a job: each is throttled through its own pages
+    int device;    // index in the process's devices
   };
   std::map<std::string, std::vector<Member>> by_device;
-  registry.for_each_job([&](Job& job) {
+  registry.for_each_process([&](Process& job) {
     for (std::size_t i = 0; i < job.devices.size(); ++i) {
       by_device[job.devices[i].uuid].push_back({&job, static_cast<int>(i)});
     }
@@ -30,7 +30,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       std::uint64_t heartbeat = t.heartbeat_ns.load(std::memory_order_acquire);
       bool fresh = heartbeat + kComputeStaleNs >= now_ns && !m.job->block->paused();
       ComputeJobInput in;
-      in.id = m.job->id;
+      in.id = m.job->key;
       in.qos = m.job->block->qos();
       in.launches = t.launches.load(std::memory_order_relaxed);
       in.iterations = t.iterations.load(std::memory_order_relaxed);

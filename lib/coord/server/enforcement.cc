@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "common/saturate.h"
 #include "common/units.h"
 #include "coord/server/registry.h"
 
@@ -121,8 +122,12 @@ void Enforcer::check(Registry& registry, std::uint64_t now_ns) {
         }
         found = usage.emplace(device.uuid, std::move(by_pid)).first;
       }
-      auto held = found->second.find(static_cast<pid_t>(job.pid));
-      std::uint64_t observed = held == found->second.end() ? 0 : held->second;
+      // A job is a process tree: what all its processes hold counts.
+      std::uint64_t observed = 0;
+      for (std::int64_t pid : job.pids) {
+        auto held = found->second.find(static_cast<pid_t>(pid));
+        if (held != found->second.end()) observed = saturating_add(observed, held->second);
+      }
       std::uint64_t limit = device.mem_limit_bytes;
       if (observed > limit && observed - limit > violation_tolerance(limit)) {
         over = true;
@@ -138,19 +143,19 @@ void Enforcer::check(Registry& registry, std::uint64_t now_ns) {
     if (++state.over_checks < 2 || state.acted) continue;
     state.acted = true;
     const ViolationView& v = state.violation;
-    std::string what = "job " + std::to_string(job.id) + " '" + job.name + "' (pid " +
-                       std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ") holds " +
+    std::string pids;
+    for (std::int64_t pid : job.pids) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    std::string what = "job " + std::to_string(job.id) + " '" + job.name + "' (pid " + pids +
+                       ", uid " + std::to_string(job.uid) + ") holds " +
                        format_size(v.observed_bytes) + " on " + v.device + " against a limit of " +
                        format_size(v.limit_bytes) + ", as the driver reports it";
     if (action_ == ViolationAction::kPause) {
-      if (const Job* registered = registry.find(job.id); registered != nullptr) {
-        registered->block->set_paused(true);
-      }
+      registry.set_paused(job.id, true);  // all its processes
       warning_(what + "; paused");
     } else if (action_ == ViolationAction::kKill) {
-      // The pid is the registered process: its pidfd keeps the registration
-      // no longer than the process lives.
-      kill(static_cast<pid_t>(job.pid), SIGKILL);
+      // The pids are registered processes: their pidfds keep the
+      // registrations no longer than the processes live.
+      for (std::int64_t pid : job.pids) kill(static_cast<pid_t>(pid), SIGKILL);
       warning_(what + "; killed");
     } else {
       warning_(what);

@@ -6,14 +6,15 @@
 // the device in ways no interposer sees. The coordinator must not be blind
 // to that. Once a second it asks the driver's management library (NVML,
 // the simulator's on the simulated GPU) how much device memory each job's
-// process holds on each device, compares that with the job's limit, and
-// acts on a job that holds more:
+// processes hold on each device, compares their sum with the job's limit
+// (a job is a process tree, and its limit is the tree's), and acts on a job
+// that holds more:
 //
 //   warn   a warning in the coordinator's log, and the job marked as
 //          violating in ls, show and watch (every action does these);
 //   pause  also pauses the job (its launches wait), until someone with the
 //          right to resumes it (gpushare-ctl resume);
-//   kill   also sends the job's process SIGKILL.
+//   kill   also sends each of the job's processes SIGKILL.
 //
 // A job is a violator only when it holds more than its limit plus a
 // tolerance (the larger of 64 MiB and 1/32 of the limit: drivers round

@@ -12,8 +12,8 @@ namespace gpushare::coord {
 
 namespace {
 
-struct Slot {  // one job on one device
-  Job* job;
+struct Slot {  // one process of a job on one device
+  Process* job;
   int index;  // the device's index in the job's registration
 };
 
@@ -24,12 +24,12 @@ struct DeviceJobs {
   std::vector<std::uint64_t> request_seqs;  ///< per slot: the wait its inputs belong to
 };
 
-ArbiterJob input_of(const Job& job, int index, std::uint64_t* request_seq) {
+ArbiterJob input_of(const Process& job, int index, std::uint64_t* request_seq) {
   const TelemetryPage& t = job.block->telemetry();
   // Acquire before the bytes: they are then at least as new as the wait.
   *request_seq = t.mem_request_seq[index].load(std::memory_order_acquire);
   ArbiterJob in;
-  in.id = job.id;
+  in.id = job.key;
   in.qos = job.block->qos();
   std::uint64_t used = t.devices[index].mem_used_bytes.load(std::memory_order_relaxed);
   if (in.qos == kQosOpportunistic) {
@@ -63,7 +63,7 @@ void refuse_waiting_production(const DeviceJobs& d) {
 
 void memory_tick(Registry& registry) {
   std::map<std::string, DeviceJobs> devices;
-  registry.for_each_job([&](Job& job) {
+  registry.for_each_process([&](Process& job) {
     if (!job.block) return;
     int count = std::min<int>(job.block->device_count(), static_cast<int>(job.devices.size()));
     for (int index = 0; index < count && index < kMaxDevices; ++index) {

@@ -31,73 +31,144 @@ Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_tot
   return bytes;
 }
 
-// Writes a job's static cap into its pages at once (the compute loop keeps
-// it there with the rest of the job's limits at its next tick).
-static void apply_cap(Job& job) {
-  for (int i = 0; i < job.block->device_count(); ++i) {
-    ComputeLimits limits = job.block->compute(i);
-    limits.compute_cap_ppm = job.compute_cap_ppm;
-    job.block->set_compute(i, limits);
+// Writes a static cap into a process's pages at once (the compute loop
+// keeps it there with the rest of its limits at its next tick).
+static void apply_cap(Process& process) {
+  for (int i = 0; i < process.block->device_count(); ++i) {
+    ComputeLimits limits = process.block->compute(i);
+    limits.compute_cap_ppm = process.compute_cap_ppm;
+    process.block->set_compute(i, limits);
   }
 }
 
-Result<Job*> Registry::add(const RegisterRequest& request, const Caller& peer) {
-  // A returning job keeps its old id when it is free and was not another
-  // user's. Hints stay small, so that one job cannot push every later id to
-  // the end of the range.
-  std::uint64_t id = next_id_;
-  const Decision* restored = nullptr;
-  if (request.id_hint != 0 && request.id_hint <= kMaxIdHint && jobs_.count(request.id_hint) == 0) {
-    auto memory = remembered_.find(request.id_hint);
-    if (memory == remembered_.end()) {
-      id = request.id_hint;
-    } else if (memory->second.uid == peer.uid) {
-      id = request.id_hint;
-      // The same process coming back: what was decided for it holds again.
-      if (memory->second.pid == peer.pid &&
-          memory->second.mem_limit_bytes.size() == request.devices.size()) {
-        restored = &memory->second;
-      }
+// The job's device with this UUID, or null (for a Job or a const Job).
+template <class AnyJob>
+static auto job_device(AnyJob& job, const std::string& uuid) -> decltype(&job.devices[0]) {
+  auto it = std::find_if(job.devices.begin(), job.devices.end(),
+                         [&](const JobDevice& d) { return d.uuid == uuid; });
+  return it == job.devices.end() ? nullptr : &*it;
+}
+
+// Writes the job's limits, class, pause and cap into one process's pages
+// (changing only what differs, so observers see no spurious generation).
+void Registry::apply(const Job& job, Process& process) const {
+  for (std::size_t i = 0; i < process.devices.size(); ++i) {
+    const JobDevice* device = job_device(job, process.devices[i].uuid);
+    if (device != nullptr &&
+        process.block->mem_limit(static_cast<int>(i)) != device->mem_limit_bytes) {
+      process.block->set_mem_limit(static_cast<int>(i), device->mem_limit_bytes);
     }
   }
-  std::vector<std::uint64_t> limits;
-  for (const DeviceRegistration& device : request.devices) {
-    limits.push_back(device.mem_limit_bytes);
+  if (process.block->qos() != job.qos) process.block->set_qos(job.qos);
+  if (process.block->paused() != job.paused) process.block->set_paused(job.paused);
+  if (process.compute_cap_ppm != job.compute_cap_ppm || job.compute_cap_ppm != kNoLimit) {
+    process.compute_cap_ppm = job.compute_cap_ppm;
+    apply_cap(process);
   }
-  std::uint32_t qos = request.qos;
-  if (restored != nullptr) {
-    limits = restored->mem_limit_bytes;
-    qos = restored->qos;
-  }
-  Result<std::unique_ptr<ControlBlock>> block =
-      ControlBlock::create(id, static_cast<int>(limits.size()), limits.data(), qos);
-  if (!block) return block.error();
-  next_id_ = std::max(next_id_, id + 1);
-
-  Job& job = jobs_[id];
-  job.id = id;
-  job.name = restored != nullptr ? restored->name : request.name;
-  job.pid = peer.pid;
-  job.uid = peer.uid;
-  job.devices = request.devices;
-  job.block = std::move(*block);
-  job.compute_cap_ppm = restored != nullptr ? restored->compute_cap_ppm : request.compute_cap_ppm;
-  apply_cap(job);
-  if (restored != nullptr) {
-    job.block->set_paused(restored->paused);
-    remembered_.erase(id);
-  }
-  learn_devices();
-  return &job;
 }
 
-// The devices the node view shows: those of registered jobs, each with the
-// smallest total any of them reports (a job can make a device look smaller
-// in `node`, never larger, and a device no job uses any more is forgotten).
+// A new job for the first process of a tree (or a process with no tree).
+// A returning job keeps its old id when it is free and was not another
+// user's. Hints stay small, so that one job cannot push every later id to
+// the end of the range.
+Job& Registry::start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree) {
+  std::uint64_t id = next_id_;
+  if (request.id_hint != 0 && request.id_hint <= kMaxIdHint && jobs_.count(request.id_hint) == 0) {
+    auto memory = remembered_.find(request.id_hint);
+    if (memory == remembered_.end() || memory->second.uid == peer.uid) id = request.id_hint;
+  }
+  next_id_ = std::max(next_id_, id + 1);
+  Job& job = jobs_[id];
+  job.id = id;
+  job.name = request.name;
+  job.uid = peer.uid;
+  job.qos = request.qos;
+  job.compute_cap_ppm = request.compute_cap_ppm;
+  job.tree = std::move(tree);
+  return job;
+}
+
+Job* Registry::tree_job(const TreeProof& tree, uid_t uid) {
+  if (!tree.valid()) return nullptr;
+  for (auto& [id, job] : jobs_) {
+    if (job.uid == uid && job.tree.same_tree(tree)) return &job;
+  }
+  return nullptr;
+}
+
+// What an earlier coordinator decided for the job comes back.
+void Registry::restore(Job& job, const Decision& decision) {
+  job.name = decision.name;
+  job.qos = decision.qos;
+  job.paused = decision.paused;
+  job.compute_cap_ppm = decision.compute_cap_ppm;
+  for (std::size_t i = 0; i < job.devices.size() && i < decision.mem_limit_bytes.size(); ++i) {
+    job.devices[i].mem_limit_bytes = decision.mem_limit_bytes[i];
+  }
+  for (std::uint64_t key : job.processes) apply(job, processes_.at(key));
+}
+
+Result<Process*> Registry::add(const RegisterRequest& request, const Caller& peer, TreeProof tree) {
+  if (request.devices.size() > static_cast<std::size_t>(kMaxDevices)) {
+    return make_error("too many devices (" + std::to_string(request.devices.size()) + ", at most " +
+                      std::to_string(kMaxDevices) + ")");
+  }
+  Job* job = tree_job(tree, peer.uid);
+  if (job == nullptr) job = &start_job(request, peer, std::move(tree));
+  std::size_t known_devices = job->devices.size();
+  // The job's devices: the union of its processes'. A device new to the job
+  // comes with the limit its process asks for (after a coordinator restart,
+  // the one in force for it).
+  std::vector<std::uint64_t> limits;
+  for (const DeviceRegistration& device : request.devices) {
+    JobDevice* known = job_device(*job, device.uuid);
+    if (known == nullptr) {
+      job->devices.push_back({device.uuid, device.mem_total_bytes, device.requested_limit_bytes,
+                              device.mem_limit_bytes});
+      known = &job->devices.back();
+    } else {
+      known->mem_total_bytes = std::min(known->mem_total_bytes, device.mem_total_bytes);
+    }
+    limits.push_back(known->mem_limit_bytes);
+  }
+  Result<std::unique_ptr<ControlBlock>> block =
+      ControlBlock::create(job->id, static_cast<int>(limits.size()), limits.data(), job->qos);
+  if (!block) {
+    job->devices.resize(known_devices);  // as it was
+    if (job->processes.empty()) jobs_.erase(job->id);
+    return block.error();
+  }
+  std::uint64_t key = next_key_++;
+  Process& process = processes_[key];
+  process.key = key;
+  process.job_id = job->id;
+  process.pid = peer.pid;
+  process.devices = request.devices;
+  process.block = std::move(*block);
+  job->processes.push_back(key);
+  apply(*job, process);
+
+  // The job's first process coming back to a restarted coordinator: what
+  // was decided for the job holds again.
+  auto memory = remembered_.find(job->id);
+  if (memory != remembered_.end() && memory->second.uid == peer.uid &&
+      memory->second.pid == peer.pid &&
+      memory->second.mem_limit_bytes.size() == job->devices.size()) {
+    restore(*job, memory->second);
+    remembered_.erase(memory);
+  }
+  learn_devices();
+  return &process;
+}
+
+// The devices the node view shows: those of registered processes, each with
+// the smallest total any of them reports (a job can make a device look
+// smaller in `node`, never larger, and a device no job uses any more is
+// forgotten).
 void Registry::learn_devices() {
   std::vector<Device> seen;
-  for (const auto& [id, job] : jobs_) {
-    for (const DeviceRegistration& device : job.devices) {
+  for (const auto& [key, process] : processes_) {
+    for (const DeviceRegistration& device : process.devices) {
       auto known = std::find_if(seen.begin(), seen.end(),
                                 [&](const Device& d) { return d.uuid == device.uuid; });
       if (known == seen.end()) {
@@ -137,14 +208,12 @@ std::vector<Decision> Registry::decisions() const {
     Decision d;
     d.id = id;
     d.uid = job.uid;
-    d.pid = job.pid;
+    d.pid = processes_.at(job.processes.front()).pid;
     d.name = job.name;
-    d.qos = job.block->qos();
-    d.paused = job.block->paused();
+    d.qos = job.qos;
+    d.paused = job.paused;
     d.compute_cap_ppm = job.compute_cap_ppm;
-    for (std::size_t i = 0; i < job.devices.size(); ++i) {
-      d.mem_limit_bytes.push_back(job.block->mem_limit(static_cast<int>(i)));
-    }
+    for (const JobDevice& device : job.devices) d.mem_limit_bytes.push_back(device.mem_limit_bytes);
     out.push_back(std::move(d));
   }
   // Decisions not yet claimed by their job stay until it comes back.
@@ -152,10 +221,18 @@ std::vector<Decision> Registry::decisions() const {
   return out;
 }
 
-bool Registry::remove(std::uint64_t id) {
-  bool removed = jobs_.erase(id) > 0;
-  if (removed) learn_devices();
-  return removed;
+bool Registry::remove(std::uint64_t process_key) {
+  auto it = processes_.find(process_key);
+  if (it == processes_.end()) return false;
+  auto job = jobs_.find(it->second.job_id);
+  processes_.erase(it);
+  if (job != jobs_.end()) {
+    std::vector<std::uint64_t>& keys = job->second.processes;
+    keys.erase(std::remove(keys.begin(), keys.end(), process_key), keys.end());
+    if (keys.empty()) jobs_.erase(job);  // its last process: the job goes
+  }
+  learn_devices();
+  return true;
 }
 
 const Job* Registry::find(std::uint64_t id) const {
@@ -163,53 +240,91 @@ const Job* Registry::find(std::uint64_t id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+const Process* Registry::process(std::uint64_t key) const {
+  auto it = processes_.find(key);
+  return it == processes_.end() ? nullptr : &it->second;
+}
+
+bool Registry::set_paused(std::uint64_t id, bool paused) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return false;
+  it->second.paused = paused;
+  for (std::uint64_t key : it->second.processes) processes_.at(key).block->set_paused(paused);
+  return true;
+}
+
+// One device of a job, summed over the processes that use it.
+static void add_device_usage(const Process& process, std::size_t index, JobDeviceView* device,
+                             bool first) {
+  const TelemetryPage& telemetry = process.block->telemetry();
+  device->mem_used_bytes =
+      saturating_add(device->mem_used_bytes,
+                     telemetry.devices[index].mem_used_bytes.load(std::memory_order_relaxed));
+  if (index >= static_cast<std::size_t>(kMaxDevices)) return;
+  device->device_resident_bytes =
+      saturating_add(device->device_resident_bytes,
+                     telemetry.device_resident_bytes[index].load(std::memory_order_relaxed));
+  device->host_resident_bytes =
+      saturating_add(device->host_resident_bytes,
+                     telemetry.host_resident_bytes[index].load(std::memory_order_relaxed));
+  if (first) {
+    device->device_resident_target = process.block->device_resident_target(static_cast<int>(index));
+  }
+}
+
+// A job's view: identity and limits from the job; usage and progress summed
+// over its processes; the compute controller's view from its first process.
 JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
-  const ControlBlock& block = *job.block;
-  const TelemetryPage& telemetry = block.telemetry();
   JobView view;
   view.id = job.id;
   view.name = job.name;
-  view.pid = job.pid;
   view.uid = job.uid;
-  view.qos = block.qos();
-  std::uint64_t heartbeat = telemetry.heartbeat_ns.load(std::memory_order_acquire);
-  if (block.paused()) {
-    view.state = "paused";
-  } else if (heartbeat + kStaleAfterNs < now_ns) {
-    view.state = "stale";
-  } else {
-    view.state = "running";
+  view.qos = job.qos;
+  bool fresh = false;
+  for (std::uint64_t key : job.processes) {
+    const Process& process = processes_.at(key);
+    const TelemetryPage& telemetry = process.block->telemetry();
+    view.pids.push_back(process.pid);
+    std::uint64_t heartbeat = telemetry.heartbeat_ns.load(std::memory_order_acquire);
+    fresh = fresh || heartbeat + kStaleAfterNs >= now_ns;
+    view.launches =
+        saturating_add(view.launches, telemetry.launches.load(std::memory_order_relaxed));
+    view.iterations =
+        saturating_add(view.iterations, telemetry.iterations.load(std::memory_order_relaxed));
   }
-  view.launches = telemetry.launches.load(std::memory_order_relaxed);
-  view.iterations = telemetry.iterations.load(std::memory_order_relaxed);
-  view.speed_per_s = job.compute.speed_per_s;
-  view.speed_in_iterations = job.compute.speed_in_iterations;
-  view.solo_speed_per_s = job.compute.solo_speed_per_s;
-  view.slowdown = job.compute.slowdown;
-  view.gpu_share = job.compute.gpu_share;
-  view.compute_phase = job.compute_phase;
+  view.pid = view.pids.empty() ? 0 : view.pids.front();
+  view.state = job.paused ? "paused" : fresh ? "running" : "stale";
+  const Process& first = processes_.at(job.processes.front());
+  view.speed_per_s = first.compute.speed_per_s;
+  view.speed_in_iterations = first.compute.speed_in_iterations;
+  view.solo_speed_per_s = first.compute.solo_speed_per_s;
+  view.slowdown = first.compute.slowdown;
+  view.gpu_share = first.compute.gpu_share;
+  view.compute_phase = first.compute_phase;
   view.compute_cap_ppm = job.compute_cap_ppm;
-  if (!job.devices.empty()) {
-    ComputeLimits limits = block.compute(0);
+  if (!first.devices.empty()) {
+    ComputeLimits limits = first.block->compute(0);
     view.launch_budget = limits.launch_budget;
     view.launch_window_ns = limits.launch_window_ns;
     view.max_queued = limits.max_queued;
     view.gpu_limit_ppm = limits.compute_cap_ppm;
   }
-  for (std::size_t i = 0; i < job.devices.size(); ++i) {
-    JobDeviceView device;
-    device.uuid = job.devices[i].uuid;
-    device.mem_total_bytes = job.devices[i].mem_total_bytes;
-    device.mem_used_bytes = telemetry.devices[i].mem_used_bytes.load(std::memory_order_relaxed);
-    device.mem_limit_bytes = block.mem_limit(static_cast<int>(i));
-    device.start_limit_bytes = job.devices[i].requested_limit_bytes;
-    if (i < static_cast<std::size_t>(kMaxDevices)) {  // issue 11
-      device.device_resident_bytes =
-          telemetry.device_resident_bytes[i].load(std::memory_order_relaxed);
-      device.host_resident_bytes = telemetry.host_resident_bytes[i].load(std::memory_order_relaxed);
-      device.device_resident_target = block.device_resident_target(static_cast<int>(i));
+  for (const JobDevice& device : job.devices) {
+    JobDeviceView d;
+    d.uuid = device.uuid;
+    d.mem_total_bytes = device.mem_total_bytes;
+    d.mem_limit_bytes = device.mem_limit_bytes;
+    d.start_limit_bytes = device.requested_limit_bytes;
+    bool first_user = true;
+    for (std::uint64_t key : job.processes) {
+      const Process& process = processes_.at(key);
+      for (std::size_t i = 0; i < process.devices.size(); ++i) {
+        if (process.devices[i].uuid != device.uuid) continue;
+        add_device_usage(process, i, &d, first_user);
+        first_user = false;
+      }
     }
-    view.devices.push_back(std::move(device));
+    view.devices.push_back(std::move(d));
   }
   return view;
 }
@@ -259,8 +374,12 @@ Result<Job*> Registry::resolve(std::string_view selector, std::string* reason,
   if (all_digits(selector)) {
     std::uint64_t number = std::stoull(std::string(selector));
     if (auto it = self->jobs_.find(number); it != self->jobs_.end()) return &it->second;
-    for (auto& [id, job] : self->jobs_) {
-      if (static_cast<std::uint64_t>(job.pid) == number) return &job;
+    if (auto it = std::find_if(self->processes_.begin(), self->processes_.end(),
+                               [&](const auto& entry) {
+                                 return static_cast<std::uint64_t>(entry.second.pid) == number;
+                               });
+        it != self->processes_.end()) {
+      return &self->jobs_.at(it->second.job_id);  // any process of the job names it
     }
   }
   std::vector<Job*> named;
@@ -305,7 +424,7 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
   change.job_uid = job.uid;
   std::vector<std::uint64_t> limits;
   if (request.mem_limit) {
-    for (const DeviceRegistration& device : job.devices) {
+    for (const JobDevice& device : job.devices) {
       Result<std::uint64_t> limit = resolve_limit(*request.mem_limit, device.mem_total_bytes);
       if (!limit) {
         return refuse(reason, kReasonInvalid, "invalid mem-limit: " + limit.error().message);
@@ -321,20 +440,17 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
     cap = *parsed;
   }
   change.makes_production =
-      request.qos && *request.qos == kQosProduction && job.block->qos() != kQosProduction;
+      request.qos && *request.qos == kQosProduction && job.qos != kQosProduction;
   if (Status ok = may_change(caller, policy_, change); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
   }
 
-  for (std::size_t i = 0; i < limits.size(); ++i) {
-    job.block->set_mem_limit(static_cast<int>(i), limits[i]);
-  }
-  if (request.qos) job.block->set_qos(*request.qos);
+  // The change is the job's, and reaches every one of its processes.
+  for (std::size_t i = 0; i < limits.size(); ++i) job.devices[i].mem_limit_bytes = limits[i];
+  if (request.qos) job.qos = *request.qos;
   if (request.name) job.name = *request.name;
-  if (cap) {
-    job.compute_cap_ppm = *cap;
-    apply_cap(job);
-  }
+  if (cap) job.compute_cap_ppm = *cap;
+  for (std::uint64_t key : job.processes) apply(job, processes_.at(key));
   return view(job, now_ns);
 }
 
@@ -346,7 +462,7 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
   if (Status ok = may_act(caller, policy_, job.id, job.uid); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
   }
-  job.block->set_paused(request.pause);
+  set_paused(job.id, request.pause);
   return view(job, now_ns);
 }
 

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "common/result.h"
+#include "coord/contract/protocol.h"
 #include "coord/server/authorize.h"
 #include "coord/server/compute_control.h"
 #include "coord/server/control_block_owner.h"
-#include "coord/contract/protocol.h"
+#include "coord/server/tree_identity.h"
 
 namespace gpushare::coord {
 
@@ -39,36 +40,72 @@ inline constexpr const char* kReasonInternal = "internal";
 struct Decision {
   std::uint64_t id = 0;
   uid_t uid = 0;
-  pid_t pid = 0;
+  pid_t pid = 0;  ///< the job's first process
   std::string name;
   std::uint32_t qos = kQosProduction;
   bool paused = false;
-  std::vector<std::uint64_t> mem_limit_bytes;  ///< per device, in registration order
+  std::vector<std::uint64_t> mem_limit_bytes;  ///< per device of the job, in its order
   std::uint64_t compute_cap_ppm = kNoLimit;
 };
 
+/// One registered process of a job: its connection's control block. Each
+/// process has its own pages (limits written by the coordinator, telemetry
+/// by the process); the job's limits, class and pause are written into all
+/// of them.
+struct Process {
+  std::uint64_t key = 0;     ///< the registry's own, unique among processes
+  std::uint64_t job_id = 0;  ///< the job it belongs to
+  pid_t pid = 0;
+  std::vector<DeviceRegistration> devices;  ///< as it registered them
+  std::unique_ptr<ControlBlock> block;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap, for the compute loop
+  ComputeJobOutput compute;                  ///< the controller's last word (first device)
+  std::string compute_phase;
+};
+
+/// A device of a job: the union, by UUID, of its processes' devices.
+struct JobDevice {
+  std::string uuid;
+  std::uint64_t mem_total_bytes = 0;
+  std::uint64_t requested_limit_bytes = kNoLimit;  ///< the start limit (its first process's)
+  std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force, for the whole tree
+};
+
+/// A job: the process tree of one gpushare-run (issue 18, item 5). Its
+/// processes are those that proved membership of one tree file
+/// (tree_identity.h); a process without a proof is a job of its own. The
+/// job lives while any of its processes is registered.
 struct Job {
   std::uint64_t id = 0;
   std::string name;
-  pid_t pid = 0;
   uid_t uid = 0;
-  std::vector<DeviceRegistration> devices;  ///< requested_limit_bytes: the start limit
-  std::unique_ptr<ControlBlock> block;
+  std::uint32_t qos = kQosProduction;
+  bool paused = false;
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the static cap (compute=N%)
-  ComputeJobOutput compute;                  ///< the controller's last word (first device)
-  std::string compute_phase;
+  std::vector<JobDevice> devices;            ///< in the order first registered
+  std::vector<std::uint64_t> processes;      ///< process keys, in registration order
+  TreeProof tree;                            ///< invalid: a job of one process
 };
 
 class Registry {
  public:
   explicit Registry(Policy policy) : policy_(std::move(policy)) {}
 
-  /// Registers a job for `peer` (its pid and uid come from the socket).
-  /// The returned block's descriptors are to be sent, then closed.
-  Result<Job*> add(const RegisterRequest& request, const Caller& peer);
-  /// Forgets a job; false when there was none with this id.
-  bool remove(std::uint64_t id);
+  /// Registers a process for `peer` (its pid and uid come from the
+  /// socket). With a valid `tree` it joins the job of that tree, when one
+  /// of the same uid is registered; otherwise it starts a job. The
+  /// returned block's descriptors are to be sent, then closed.
+  Result<Process*> add(const RegisterRequest& request, const Caller& peer,
+                       TreeProof tree = TreeProof());
+  /// Forgets a process (by key), and its job with its last process; false
+  /// when there was no such process.
+  bool remove(std::uint64_t process_key);
   const Job* find(std::uint64_t id) const;
+  const Process* process(std::uint64_t key) const;
+  /// Pauses or resumes every process of a job (the enforcer's pause);
+  /// false when there is no such job.
+  bool set_paused(std::uint64_t id, bool paused);
+  /// Registered jobs (not processes).
   std::size_t size() const { return jobs_.size(); }
 
   std::vector<JobView> list(std::uint64_t now_ns) const;
@@ -82,15 +119,15 @@ class Registry {
 
   const Policy& policy() const { return policy_; }
 
-  /// Every registered job, for the compute loop (which writes their
-  /// compute limits and its view of them).
+  /// Every registered process, for the compute and memory loops (which
+  /// write their compute limits and residency targets, per process).
   template <class Function>
-  void for_each_job(Function&& function) {
-    for (auto& [id, job] : jobs_) function(job);
+  void for_each_process(Function&& function) {
+    for (auto& [key, process] : processes_) function(process);
   }
 
-  /// Decisions of an earlier coordinator. A job that registers again from
-  /// the same process (uid and pid) with its old id gets them back: its
+  /// Decisions of an earlier coordinator. A job whose first process
+  /// (uid and pid) registers again with its old id gets them back: its
   /// limits, class, name and pause. An id remembered for one uid is never
   /// given to another (an id hint is only honoured for its owner).
   void remember(std::vector<Decision> decisions);
@@ -104,9 +141,16 @@ class Registry {
   Result<Job*> resolve(std::string_view selector, std::string* reason,
                        const Caller* caller = nullptr) const;
   JobView view(const Job& job, std::uint64_t now_ns) const;
+  Job& start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree);
+  Job* tree_job(const TreeProof& tree, uid_t uid);
+  void restore(Job& job, const Decision& decision);
+  /// Writes the job's limits, class, pause and cap into one process's pages.
+  void apply(const Job& job, Process& process) const;
 
   Policy policy_;
-  std::map<std::uint64_t, Job> jobs_;  // by id, so lists come in id order
+  std::map<std::uint64_t, Job> jobs_;           // by id, so lists come in id order
+  std::map<std::uint64_t, Process> processes_;  // by key
+  std::uint64_t next_key_ = 1;
   struct Device {
     std::string uuid;
     std::uint64_t mem_total_bytes;

@@ -15,16 +15,17 @@
 #include <ctime>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "common/units.h"
+#include "coord/contract/protocol.h"
 #include "coord/server/compute_loop.h"
-#include "coord/server/memory_loop.h"
 #include "coord/server/decisions.h"
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
-#include "coord/contract/protocol.h"
+#include "coord/server/memory_loop.h"
 #include "coord/server/registry.h"
 
 namespace gpushare::coord {
@@ -84,7 +85,9 @@ Caller peer_credentials(int fd) {
 
 // Raises the soft descriptor limit to the hard one (a coordinator serves
 // hundreds of connections; the usual soft limit is 1024) and returns the
-// connection limit that fits it: each job holds a socket and a pidfd.
+// connection limit that fits it: each job's process holds a socket and a
+// pidfd, and each job its tree file (or a new connection the tree file it
+// passed).
 std::size_t fit_connections_to_descriptors(std::size_t wanted) {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) != 0) return wanted;
@@ -97,7 +100,7 @@ std::size_t fit_connections_to_descriptors(std::size_t wanted) {
   std::size_t usable = files.rlim_cur > kReservedDescriptors * 2
                            ? static_cast<std::size_t>(files.rlim_cur) - kReservedDescriptors
                            : kReservedDescriptors;
-  return std::min(wanted, std::max<std::size_t>(usable / 2, 8));
+  return std::min(wanted, std::max<std::size_t>(usable / 3, 8));
 }
 
 // One warning line a second at most for each kind of repeated event, so a
@@ -123,7 +126,7 @@ struct RateLimitedWarning {
 std::string describe_limits(const Job& job) {
   std::string text;
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
-    std::uint64_t limit = job.block->mem_limit(static_cast<int>(i));
+    std::uint64_t limit = job.devices[i].mem_limit_bytes;
     text +=
         (i == 0 ? "" : ", ") + (limit == kNoLimit ? std::string("no limit") : format_size(limit));
   }
@@ -140,8 +143,9 @@ struct Server::Impl {
     LineBuffer in{kMaxMessageBytes};
     std::string out;
     Role role = Role::kNew;
-    std::uint64_t job_id = 0;
+    std::uint64_t process_key = 0;  // its registration, once a job (Registry::process)
     int pidfd = -1;
+    int tree_fd = -1;  // the tree file a new connection passed, until it registers
     bool want_write = false;
     bool reading = true;  // false while its replies wait (backpressure)
     std::uint64_t accepted_ns = 0;
@@ -282,7 +286,8 @@ struct Server::Impl {
   void close_fds(Connection& c) {
     if (c.pidfd >= 0) close(c.pidfd);
     if (c.fd >= 0) close(c.fd);
-    c.pidfd = c.fd = -1;
+    if (c.tree_fd >= 0) close(c.tree_fd);
+    c.pidfd = c.fd = c.tree_fd = -1;
   }
 
   // Forgets a connection, and its job if it registered one.
@@ -293,11 +298,14 @@ struct Server::Impl {
     forget_queued(c, c.out.size());
     if (c.role != Role::kJob) count_non_job(c.peer.uid, -1);
     if (c.role == Role::kJob) {
-      if (const Job* job = registry.find(c.job_id)) {
-        note("job " + std::to_string(job->id) + " '" + job->name + "' (pid " +
-             std::to_string(job->pid) + ") " + why);
+      if (const Process* process = registry.process(c.process_key)) {
+        const Job* job = registry.find(process->job_id);
+        bool last = job != nullptr && job->processes.size() == 1;
+        note("job " + std::to_string(process->job_id) + " '" + (job ? job->name : "") + "' (pid " +
+             std::to_string(process->pid) + ") " + why +
+             (last ? "" : "; the job's other processes go on"));
       }
-      registry.remove(c.job_id);
+      registry.remove(c.process_key);
       save_decisions_now();
       arm_idle_timer();
     }
@@ -498,7 +506,10 @@ struct Server::Impl {
       if (it == connections.end()) return;
       Connection& c = it->second;
       if (!c.reading) return;  // its replies wait: leave its requests in the socket
-      ssize_t n = recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      // A new connection may pass its job's tree file (tree_identity.h).
+      ssize_t n = c.role == Role::kNew
+                      ? receive_keeping_descriptor(c.fd, buffer, sizeof buffer, &c.tree_fd)
+                      : recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
       if (n <= 0) {
@@ -512,6 +523,29 @@ struct Server::Impl {
       }
       if (!answer_buffered(key)) return;  // the connection is gone
     }
+  }
+
+  // The tree a registering process proved it belongs to, or an invalid
+  // proof (it then makes a job of its own).
+  TreeProof tree_proof(Connection& c, const RegisterRequest& request) {
+    int fd = std::exchange(c.tree_fd, -1);
+    if (!request.tree) {
+      if (fd >= 0) close(fd);
+      return TreeProof();
+    }
+    if (fd < 0) {
+      warning("pid " + std::to_string(c.peer.pid) +
+              " says it is part of a job's process tree but passed no tree file; it is a job "
+              "of its own");
+      return TreeProof();
+    }
+    Result<TreeProof> proof = TreeProof::verify(fd, c.peer.uid);
+    if (!proof) {
+      warning("pid " + std::to_string(c.peer.pid) + " uid " + std::to_string(c.peer.uid) + ": " +
+              proof.error().message + "; it is a job of its own");
+      return TreeProof();
+    }
+    return std::move(*proof);
   }
 
   // Checks jobs' usage from our own view at every sweep (enforcement.h).
@@ -586,6 +620,7 @@ struct Server::Impl {
       return false;
     }
     c.role = Role::kControl;
+    if (c.tree_fd >= 0) close(std::exchange(c.tree_fd, -1));  // only registrations pass one
     std::string answer_line;
     try {
       answer_line = answer(c, *request);
@@ -598,23 +633,55 @@ struct Server::Impl {
   }
 
   bool register_job(std::uint64_t key, Connection& c, const RegisterRequest& request) {
-    Result<Job*> added = registry.add(request, c.peer);
+    Result<Process*> added = registry.add(request, c.peer, tree_proof(c, request));
     if (!added) {
       warning("cannot register a job for pid " + std::to_string(c.peer.pid) + ": " +
               added.error().message);
       return reply(key, c, encode_error(added.error().message, kReasonInternal));
     }
-    Job& job = **added;
+    Process& process = **added;
+    const Job& job = *registry.find(process.job_id);
     c.role = Role::kJob;
     count_non_job(c.peer.uid, -1);
-    c.job_id = job.id;
+    c.process_key = process.key;
     arm_idle_timer();
 
     // The reply carries both memfds; the job keeps them mapped, so our
     // copies of the descriptors can go at once.
-    std::string line = encode_registered(job.id);
+    if (!send_control_block(c, job.id, *process.block)) {
+      drop(key, "could not be sent its control block");
+      return false;
+    }
+    save_decisions_now();
+    compute.tick(registry, now_ns());  // its limits and phase from the start
+    if (job.processes.size() == 1) {
+      note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
+           std::to_string(process.pid) + ", uid " + std::to_string(job.uid) + ", " +
+           qos_name(job.qos) + ", " + describe_limits(job));
+    } else {
+      note("pid " + std::to_string(process.pid) + " joined job " + std::to_string(job.id) + " '" +
+           job.name + "' (" + std::to_string(job.processes.size()) + " processes)");
+    }
+
+    // Watch the process itself too: its socket may live on in a child.
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, process.pid, 0));
+    if (pidfd >= 0) {
+      c.pidfd = pidfd;
+      if (!watch(pidfd, key * 2 + 1, EPOLLIN)) {
+        close(pidfd);
+        c.pidfd = -1;
+      }
+    } else if (errno == ESRCH) {
+      drop(key, "exited");
+      return false;
+    }
+    return true;
+  }
+
+  static bool send_control_block(Connection& c, std::uint64_t job_id, ControlBlock& block) {
+    std::string line = encode_registered(job_id);
     iovec io{line.data(), line.size()};
-    int fds[2] = {job.block->limits_fd(), job.block->telemetry_fd()};
+    int fds[2] = {block.limits_fd(), block.telemetry_fd()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
     msghdr message{};
     message.msg_iov = &io;
@@ -627,30 +694,8 @@ struct Server::Impl {
     header->cmsg_len = CMSG_LEN(sizeof fds);
     std::memcpy(CMSG_DATA(header), fds, sizeof fds);
     ssize_t sent = sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    job.block->close_descriptors();
-    if (sent != static_cast<ssize_t>(line.size())) {
-      drop(key, "could not be sent its control block");
-      return false;
-    }
-    save_decisions_now();
-    compute.tick(registry, now_ns());  // its limits and phase from the start
-    note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
-         std::to_string(job.pid) + ", uid " + std::to_string(job.uid) + ", " +
-         qos_name(job.block->qos()) + ", " + describe_limits(job));
-
-    // Watch the process itself too: its socket may live on in a child.
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, job.pid, 0));
-    if (pidfd >= 0) {
-      c.pidfd = pidfd;
-      if (!watch(pidfd, key * 2 + 1, EPOLLIN)) {
-        close(pidfd);
-        c.pidfd = -1;
-      }
-    } else if (errno == ESRCH) {
-      drop(key, "exited");
-      return false;
-    }
-    return true;
+    block.close_descriptors();
+    return sent == static_cast<ssize_t>(line.size());
   }
 
   std::string answer(const Connection& c, const Request& request) {

@@ -1,0 +1,59 @@
+// The job's tree file (issue 18, item 5): the memory a job's processes
+// share so that their charges add up against one limit per device. Its
+// layout, and the few operations its three users share: the interposer
+// joins it (tree.cc), gpushare-run creates it and its janitor removes it
+// once no process of the job is left (lib/runner/job_tree.cc), and the
+// coordinator takes a descriptor of it as the proof that a process belongs
+// to the job (lib/coord/server/tree_identity.h).
+//
+// Plain libc only: this is compiled into the interposer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpushare::interpose {
+
+inline constexpr std::uint32_t kTreeMagic = 0x45525447;  // "GTRE" little-endian
+inline constexpr std::uint32_t kTreeVersion = 1;
+inline constexpr int kTreeSlots = 256;
+inline constexpr int kTreeDevices = 16;
+
+struct TreeDevice {
+  std::atomic<std::uint32_t> ready;  // 1 once uuid is written
+  std::uint32_t pad;
+  unsigned char uuid[16];
+  std::atomic<std::uint64_t> held;  // the tree's sum
+};
+
+struct TreeSlot {
+  std::atomic<std::int32_t> pid;  // 0 free, -1 being reclaimed
+  std::uint32_t pad;
+  std::atomic<std::uint64_t> start_time;
+  std::atomic<std::uint64_t> held[kTreeDevices];  // by TreeDevice index
+};
+
+struct TreeFile {
+  std::uint32_t magic;
+  std::uint32_t version;
+  TreeDevice devices[kTreeDevices];
+  TreeSlot slots[kTreeSlots];
+};
+
+/// Creates a new tree file, private to the user (O_EXCL, mode 0600, a
+/// random name under /dev/shm), sized and stamped; its path goes to `path`.
+/// Returns a read-write descriptor (close-on-exec), or -1 with errno set.
+int create_tree_file(char* path, std::size_t size);
+
+/// When the process started (field 22 of /proc/PID/stat, in clock ticks);
+/// 0 when it cannot be read.
+std::uint64_t process_start_time(pid_t pid);
+
+/// Whether the process that took a slot is gone: no such pid, or the pid
+/// now names a process started at another time.
+bool process_is_gone(pid_t pid, std::uint64_t start_time);
+
+}  // namespace gpushare::interpose
