@@ -143,6 +143,8 @@ __attribute__((constructor(101))) void create_tree_for_job() {
   if ((existing != nullptr && *existing != '\0') || std::getenv(env::kDisable) != nullptr) {
     return;
   }
+  // Files of this user's earlier jobs killed without a janitor.
+  sweep_stale_tree_files();
   int fd = create_tree_file(g_created_path, sizeof g_created_path);
   if (fd < 0) return;
   close(fd);

@@ -18,7 +18,7 @@
 namespace gpushare::interpose {
 
 inline constexpr std::uint32_t kTreeMagic = 0x45525447;  // "GTRE" little-endian
-inline constexpr std::uint32_t kTreeVersion = 1;
+inline constexpr std::uint32_t kTreeVersion = 2;
 inline constexpr int kTreeSlots = 256;
 inline constexpr int kTreeDevices = 16;
 
@@ -39,6 +39,9 @@ struct TreeSlot {
 struct TreeFile {
   std::uint32_t magic;
   std::uint32_t version;
+  std::int32_t creator_pid;  // version 2: the process that created the file
+  std::uint32_t pad;
+  std::uint64_t creator_start_time;
   TreeDevice devices[kTreeDevices];
   TreeSlot slots[kTreeSlots];
 };
@@ -55,5 +58,20 @@ std::uint64_t process_start_time(pid_t pid);
 /// Whether the process that took a slot is gone: no such pid, or the pid
 /// now names a process started at another time.
 bool process_is_gone(pid_t pid, std::uint64_t start_time);
+
+/// Whether /proc/PID/environ (PID a name in the directory `proc_dir`)
+/// holds `entry` ("GPUSHARE_TREE=PATH") as a whole variable. Reads in
+/// chunks: no allocation, any environment size.
+bool environment_holds(int proc_dir, const char* pid, const char* entry);
+
+/// Removes the user's tree files that no process can use any more: their
+/// creator is gone, no slot's process lives, and no process of the user
+/// names the file in its environment (a descendant that has not used a
+/// device yet). A job whose processes were all killed (SIGKILL runs no
+/// cleanup) and that had no gpushare-run janitor (the interposer preloaded
+/// by hand or by a Slurm TaskProlog) leaves its file behind; the next
+/// process of the same user to start a tree collects it. Returns how many
+/// files it removed.
+int sweep_stale_tree_files();
 
 }  // namespace gpushare::interpose

@@ -102,28 +102,6 @@ std::vector<int> live_members(const TreeFile& tree) {
   return pidfds;
 }
 
-// Whether /proc/PID/environ holds `entry` ("GPUSHARE_TREE=PATH") as a
-// whole variable.
-bool environment_holds(int dir, const char* pid, const std::string& entry) {
-  std::string path = std::string(pid) + "/environ";
-  int fd = openat(dir, path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::string environment;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
-    environment.append(buffer, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  std::size_t at = 0;
-  while (at < environment.size()) {
-    std::size_t end = environment.find('\0', at);
-    if (end == std::string::npos) end = environment.size();
-    if (environment.compare(at, end - at, entry) == 0) return true;
-    at = end + 1;
-  }
-  return false;
-}
-
 // Pidfds of this user's processes whose environment names the tree file.
 std::vector<int> environment_members(const char* tree_path) {
   std::vector<int> pidfds;
@@ -138,7 +116,7 @@ std::vector<int> environment_members(const char* tree_path) {
     if (pid == getpid()) continue;
     int pidfd = open_pidfd(pid);  // first, so that the pid cannot be reused under us
     if (pidfd < 0) continue;
-    if (environment_holds(dirfd(proc), e->d_name, entry)) {
+    if (interpose::environment_holds(dirfd(proc), e->d_name, entry.c_str())) {
       pidfds.push_back(pidfd);
     } else {
       close(pidfd);
@@ -229,6 +207,7 @@ int tree_janitor_main(int argc, char** argv) {
 
 Result<std::string> start_job_tree(const std::string& program) {
   char path[128];
+  interpose::sweep_stale_tree_files();  // files of jobs killed without a janitor
   int tree_fd = interpose::create_tree_file(path, sizeof path);
   if (tree_fd < 0) {
     return make_error(std::string("cannot create the job's tree file in /dev/shm: ") +
