@@ -70,7 +70,7 @@ void start_coordinator_client(int count) {
     const Device& device = g_runtime.devices[index];
     std::memcpy(job.devices[index].uuid, device.uuid.bytes, 16);
     job.devices[index].mem_total_bytes = device.physical_total;
-    job.devices[index].requested_limit_bytes = device.start_limit;
+    job.devices[index].start_limit_bytes = device.start_limit_bytes;
   }
   g_counters.launches_total = &launches_total;
   g_counters.memory_tick = &spill_tick;
@@ -148,16 +148,16 @@ void enumerate_devices() {
     if (real.real_cuDeviceGetUuid_v2 != nullptr) real.real_cuDeviceGetUuid_v2(&device.uuid, handle);
     if (real.real_cuDeviceTotalMem_v2 != nullptr) real.real_cuDeviceTotalMem_v2(&total, handle);
     device.physical_total = total;
-    device.start_limit = mem_limit_for(rt.settings, total);
+    device.start_limit_bytes = mem_limit_for(rt.settings, total);
     char uuid[kUuidTextBytes];
     format_uuid(device.uuid, uuid);
-    if (device.start_limit == kNoLimit) {
+    if (device.start_limit_bytes == kNoLimit) {
       GS_DEBUG("device %d %s: %llu bytes, no limit", index, uuid,
                static_cast<unsigned long long>(total));
     } else {
       GS_DEBUG("device %d %s: %llu bytes, limit %llu bytes", index, uuid,
                static_cast<unsigned long long>(total),
-               static_cast<unsigned long long>(device.start_limit));
+               static_cast<unsigned long long>(device.start_limit_bytes));
     }
   }
   for (int index = 0; index < count; ++index) {

@@ -53,7 +53,7 @@ struct RealDriver {
 struct Device {
   CUuuid uuid{};
   std::uint64_t physical_total = 0;
-  std::uint64_t start_limit = kNoLimit;  ///< from GPUSHARE_MEM_LIMIT, or kNoLimit
+  std::uint64_t start_limit_bytes = kNoLimit;  ///< from GPUSHARE_MEM_LIMIT, or kNoLimit
   DeviceBudget budget;
   int primary_retains = 0;  ///< guarded by Runtime::context_mutex
   std::uint64_t primary_context = 0;

@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     std::memcpy(job.devices[d].uuid, uuid, 16);
     job.devices[d].uuid[15] = static_cast<unsigned char>(uuid[15] + d);
     job.devices[d].mem_total_bytes = mem_total;
-    job.devices[d].requested_limit_bytes = requested;
+    job.devices[d].start_limit_bytes = requested;
   }
   coord::client_start(job, &g_counters);
   reply(status_json("started"));

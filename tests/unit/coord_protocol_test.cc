@@ -32,7 +32,7 @@ TEST_CASE("a register message parses into its fields", "[coord][protocol]") {
   REQUIRE(r.devices.size() == 1);
   CHECK(r.devices[0].uuid == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
   CHECK(r.devices[0].mem_total_bytes == 17179869184ull);
-  CHECK(r.devices[0].requested_limit_bytes == 4294967296ull);
+  CHECK(r.devices[0].start_limit_bytes == 4294967296ull);
   CHECK(r.devices[0].mem_limit_bytes == 1073741824ull);
   CHECK_FALSE(r.tree);
 }
@@ -60,7 +60,7 @@ TEST_CASE("null limits mean none, and a missing current limit is the requested o
                     R"({"uuid":"MIG-2","mem_total_bytes":1,"requested_limit_bytes":5}]})");
   REQUIRE(request.ok());
   const auto& r = std::get<RegisterRequest>(*request);
-  CHECK(r.devices[0].requested_limit_bytes == kNoLimit);
+  CHECK(r.devices[0].start_limit_bytes == kNoLimit);
   CHECK(r.devices[0].mem_limit_bytes == kNoLimit);
   CHECK(r.devices[1].mem_limit_bytes == 5);
 }
@@ -172,7 +172,7 @@ TEST_CASE("every request survives encode then parse", "[coord][protocol]") {
   auto parsed = parse_request(encode_request(registration));
   const auto& r = std::get<RegisterRequest>(*parsed);
   CHECK(r.id_hint == 9);
-  CHECK(r.devices[0].requested_limit_bytes == kNoLimit);
+  CHECK(r.devices[0].start_limit_bytes == kNoLimit);
   CHECK(r.devices[0].mem_limit_bytes == 50);
 }
 

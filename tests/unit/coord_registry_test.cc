@@ -76,7 +76,7 @@ TEST_CASE("a re-registering job keeps its id when free, and its current limit",
   REQUIRE(added.ok());
   CHECK((*added)->job_id == 7);
   CHECK((*added)->block->mem_limit(0) == 1 * GiB);
-  CHECK((*added)->devices[0].requested_limit_bytes == 4 * GiB);
+  CHECK((*added)->devices[0].start_limit_bytes == 4 * GiB);
   // The next new job continues after the hint; a taken hint is ignored.
   CHECK((*registry.add(job("b"), peer(101, kAlice)))->job_id == 8);
   CHECK((*registry.add(r, peer(102, kAlice)))->job_id == 9);

@@ -49,9 +49,9 @@ TEST_CASE("the client's register message parses on the coordinator", "[coord][wi
   CHECK(r.devices[0].uuid == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
   CHECK(r.devices[1].uuid == "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
   CHECK(r.devices[0].mem_total_bytes == 16ull << 30);
-  CHECK(r.devices[0].requested_limit_bytes == 4ull << 30);
+  CHECK(r.devices[0].start_limit_bytes == 4ull << 30);
   CHECK(r.devices[0].mem_limit_bytes == 1ull << 30);
-  CHECK(r.devices[1].requested_limit_bytes == kNoLimit);
+  CHECK(r.devices[1].start_limit_bytes == kNoLimit);
   CHECK(r.devices[1].mem_limit_bytes == kNoLimit);
   CHECK_FALSE(r.tree);
   wire::RegisterFields with_tree = f.fields("train", 2, 12);

@@ -103,9 +103,9 @@ Result<DeviceRegistration> parse_device(const json& value, std::size_t index) {
     return make_error(where + "missing field 'mem_total_bytes'");
   }
   device.mem_total_bytes = *total;
-  device.requested_limit_bytes = *requested;
+  device.start_limit_bytes = *requested;
   device.mem_limit_bytes = fields.find("mem_limit_bytes") == nullptr ? *requested : *limit;
-  if (device.requested_limit_bytes == 0 || device.mem_limit_bytes == 0) {
+  if (device.start_limit_bytes == 0 || device.mem_limit_bytes == 0) {
     return make_error(where + "a memory limit must be above 0 (null for none)");
   }
   return device;
@@ -277,7 +277,7 @@ std::string encode_request(const Request& request) {
     for (const DeviceRegistration& d : r->devices) {
       fields["devices"].push_back({{"uuid", d.uuid},
                                    {"mem_total_bytes", d.mem_total_bytes},
-                                   {"requested_limit_bytes", limit_json(d.requested_limit_bytes)},
+                                   {"requested_limit_bytes", limit_json(d.start_limit_bytes)},
                                    {"mem_limit_bytes", limit_json(d.mem_limit_bytes)}});
     }
   } else if (std::holds_alternative<ListRequest>(request)) {

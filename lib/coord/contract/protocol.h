@@ -38,7 +38,7 @@ inline constexpr std::size_t kMaxSelectorBytes = 256;
 struct DeviceRegistration {
   std::string uuid;  ///< "GPU-..." or "MIG-..."
   std::uint64_t mem_total_bytes = 0;
-  std::uint64_t requested_limit_bytes = kNoLimit;  ///< the limit the job started with
+  std::uint64_t start_limit_bytes = kNoLimit;  ///< the limit the job started with
   std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force (after a restart)
 };
 

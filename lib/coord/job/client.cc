@@ -71,7 +71,7 @@ struct Config {
   int device_count;
   unsigned char uuids[kMaxDevices][16];
   std::uint64_t mem_total_bytes[kMaxDevices];
-  std::uint64_t requested_limit_bytes[kMaxDevices];
+  std::uint64_t start_limit_bytes[kMaxDevices];
   std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
   void (*log)(const char*);
   bool debug;
@@ -348,7 +348,7 @@ Outcome try_register(int timeout_ms, Registration* out) {
                               g_config.device_count,
                               g_config.uuids,
                               g_config.mem_total_bytes,
-                              g_config.requested_limit_bytes,
+                              g_config.start_limit_bytes,
                               limits,
                               g_config.compute_cap_ppm};
   // The tree file's descriptor proves this process is part of the job. A
@@ -598,8 +598,8 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
   for (int i = 0; i < g_config.device_count; ++i) {
     memcpy(g_config.uuids[i], job.devices[i].uuid, 16);
     g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
-    g_config.requested_limit_bytes[i] = job.devices[i].requested_limit_bytes;
-    set_fallback_limit(i, job.devices[i].requested_limit_bytes);
+    g_config.start_limit_bytes[i] = job.devices[i].start_limit_bytes;
+    set_fallback_limit(i, job.devices[i].start_limit_bytes);
     ComputeView own;
     own.compute_cap_ppm = g_config.compute_cap_ppm;
     set_fallback_compute(i, own);

@@ -39,7 +39,7 @@ namespace gpushare::coord {
 struct DeviceIdentity {
   unsigned char uuid[16];               ///< as cuDeviceGetUuid gives it
   std::uint64_t mem_total_bytes;        ///< physical capacity
-  std::uint64_t requested_limit_bytes;  ///< the limit the job starts with; kNoLimit = none
+  std::uint64_t start_limit_bytes;  ///< the limit the job starts with; kNoLimit = none
 };
 
 struct JobIdentity {

@@ -133,7 +133,7 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
     out.put("\",\"mem_total_bytes\":");
     out.number(fields.mem_total_bytes[i]);
     out.put(",\"requested_limit_bytes\":");
-    out.limit(fields.requested_limit_bytes[i]);
+    out.limit(fields.start_limit_bytes[i]);
     out.put(",\"mem_limit_bytes\":");
     out.limit(fields.mem_limit_bytes[i]);
     out.put("}");

@@ -20,7 +20,7 @@ struct RegisterFields {
   int device_count;
   const unsigned char (*uuids)[16];
   const std::uint64_t* mem_total_bytes;
-  const std::uint64_t* requested_limit_bytes;  ///< kNoLimit = none
+  const std::uint64_t* start_limit_bytes;  ///< kNoLimit = none
   const std::uint64_t* mem_limit_bytes;        ///< the limit in force now; kNoLimit = none
   std::uint64_t compute_cap_ppm = kNoLimit;    ///< the job's static compute cap; kNoLimit = none
   bool tree = false;  ///< the message comes with the job's tree file descriptor (SCM_RIGHTS)

@@ -123,7 +123,7 @@ Result<Process*> Registry::add(const RegisterRequest& request, const Caller& pee
   for (const DeviceRegistration& device : request.devices) {
     JobDevice* known = job_device(*job, device.uuid);
     if (known == nullptr) {
-      job->devices.push_back({device.uuid, device.mem_total_bytes, device.requested_limit_bytes,
+      job->devices.push_back({device.uuid, device.mem_total_bytes, device.start_limit_bytes,
                               device.mem_limit_bytes});
       known = &job->devices.back();
     } else {
@@ -314,7 +314,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     d.uuid = device.uuid;
     d.mem_total_bytes = device.mem_total_bytes;
     d.mem_limit_bytes = device.mem_limit_bytes;
-    d.start_limit_bytes = device.requested_limit_bytes;
+    d.start_limit_bytes = device.start_limit_bytes;
     bool first_user = true;
     for (std::uint64_t key : job.processes) {
       const Process& process = processes_.at(key);
@@ -430,7 +430,7 @@ Result<JobView> Registry::set(const SetRequest& request, const Caller& caller, s
         return refuse(reason, kReasonInvalid, "invalid mem-limit: " + limit.error().message);
       }
       limits.push_back(*limit);
-      change.limits.emplace_back(*limit, device.requested_limit_bytes);
+      change.limits.emplace_back(*limit, device.start_limit_bytes);
     }
   }
   std::optional<std::uint64_t> cap;

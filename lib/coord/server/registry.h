@@ -67,7 +67,7 @@ struct Process {
 struct JobDevice {
   std::string uuid;
   std::uint64_t mem_total_bytes = 0;
-  std::uint64_t requested_limit_bytes = kNoLimit;  ///< the start limit (its first process's)
+  std::uint64_t start_limit_bytes = kNoLimit;  ///< the start limit (its first process's)
   std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force, for the whole tree
 };
 
