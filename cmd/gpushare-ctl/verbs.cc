@@ -124,6 +124,67 @@ int pause(const CtlOptions& options, bool pause) {
   return request_and_print(options, coord::PauseRequest{options.job, pause}, Shape::kJobs);
 }
 
+namespace {
+
+// Issue 11: sends a suspend or resume, then polls the job until it leaves
+// the moving state (`suspending`, `resuming`) or --wait-timeout passes; the
+// job's interposer moves the memory at the link's speed, so how long this
+// takes depends on how much it holds.
+int move_and_wait(const CtlOptions& options, const coord::Request& request,
+                  const std::string& moving) {
+  if (!check_timeout(options)) return exit_status::kUsage;
+  Result<std::chrono::nanoseconds> wait = parse_duration(options.wait_timeout);
+  if (!wait) {
+    diag::error("--wait-timeout: " + wait.error().message);
+    diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  Result<coord::CtlConnection> connection = connect(options);
+  if (!connection) {
+    diag::error(connection.error().message);
+    return exit_status::kFailure;
+  }
+  Result<Records> records = connection->request(request, timeout_of(options));
+  auto deadline = std::chrono::steady_clock::now() + *wait;
+  // The job's id, so that polling follows this job even if names change.
+  std::string id =
+      records && records->size() == 1 ? records->front().value("id", ordered_json(0)).dump() : "";
+  while (records && records->size() == 1 && !options.no_wait &&
+         records->front().value("state", "") == moving) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      print(*records, options.format, Shape::kJobs);
+      diag::error("job " + id + " is still " + moving + " after --wait-timeout " +
+                  options.wait_timeout);
+      return exit_status::kFailure;
+    }
+    pollfd none{-1, 0, 0};
+    poll(&none, 0, 10);  // the job's client thread ticks every 10 ms
+    records = connection->request(coord::ShowRequest{id}, timeout_of(options));
+  }
+  if (!records) {
+    diag::error(records.error().message);
+    return exit_status::kFailure;
+  }
+  print(*records, options.format, Shape::kJobs);
+  if (records->size() == 1 && records->front().contains("suspend_refused") &&
+      moving == "suspending" && records->front().value("state", "") != "suspended") {
+    diag::error("job " + id + " refused to suspend: it holds " +
+                records->front().value("suspend_refused", ""));
+    return exit_status::kFailure;
+  }
+  return exit_status::kSuccess;
+}
+
+}  // namespace
+
+int suspend(const CtlOptions& options) {
+  return move_and_wait(options, coord::SuspendRequest{options.job}, "suspending");
+}
+
+int resume(const CtlOptions& options) {
+  return move_and_wait(options, coord::PauseRequest{options.job, false}, "resuming");
+}
+
 int watch(const CtlOptions& options) {
   Result<std::chrono::nanoseconds> interval = parse_duration(options.interval);
   if (!interval || interval->count() == 0) {

@@ -80,6 +80,16 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
+  if (const char* value = getenv("GPUSHARE_SUSPENDABLE"); value != nullptr && *value != '\0') {
+    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
+      settings->suspendable = std::strcmp(value, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_SUSPENDABLE '%s': expected on or off", value);
+      return;
+    }
+  }
+
   if (const char* limit = getenv("GPUSHARE_MEM_LIMIT"); limit != nullptr) {
     std::string_view unit;
     SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);

@@ -20,6 +20,10 @@ struct Settings {
   /// GPUSHARE_SPILL=off: an opportunistic job's allocations stay device
   /// memory (a hard wall, as before issue 11); on (the default): managed.
   bool spill = true;
+  /// GPUSHARE_SUSPENDABLE=on (gpushare-run --suspendable): plain device
+  /// allocations are backed by the VMM API so that `gpushare-ctl suspend`
+  /// can free them (vmm_backing.h); off (the default): ordinary memory.
+  bool suspendable = false;
   bool has_mem_limit = false;
   SizeSpec mem_limit;  ///< resolved per device: a percentage needs its capacity
   char job_name[129] = {};
@@ -32,7 +36,7 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads GPUSHARE_DISABLE, GPUSHARE_LOG, GPUSHARE_QOS, GPUSHARE_MEM_LIMIT,
-/// GPUSHARE_SPILL, GPUSHARE_JOB and GPUSHARE_SOCKET. Never fails: errors land in `error`.
+/// GPUSHARE_SPILL, GPUSHARE_SUSPENDABLE, GPUSHARE_JOB and GPUSHARE_SOCKET. Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
 
 /// The job's limit on a device of `physical_total` bytes, or kNoLimit.

@@ -53,6 +53,10 @@ class ControlBlock {
   /// kNoLimit: no target. A no-op when unchanged.
   std::uint64_t device_resident_target(int device) const;
   void set_device_resident_target(int device, std::uint64_t bytes);
+  /// Whether the job is asked to be suspended (layout 4); setting it bumps
+  /// the generation. The job's client thread does the work.
+  bool suspend_requested() const;
+  void set_suspend_requested(bool suspend);
 
   /// What the job last wrote. Values are the job's own claims: untrusted,
   /// shown as they are.

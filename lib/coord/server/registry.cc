@@ -5,6 +5,7 @@
 
 #include "common/saturate.h"
 #include "common/units.h"
+#include "coord/server/suspend.h"
 
 namespace gpushare::coord {
 namespace {
@@ -210,6 +211,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     }
     view.devices.push_back(std::move(device));
   }
+  suspend_view(job, &view);  // issue 11: suspend state and suspended bytes
   return view;
 }
 
@@ -339,6 +341,18 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
   Job& job = **found;
   if (Status ok = may_act(caller, policy_, job.id, job.uid); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
+  }
+  if (!request.pause) {  // issue 11: resume undoes a suspend too (suspend.h)
+    if (std::string note = resume_note(job); !note.empty()) {
+      JobView unchanged = view(job, now_ns);
+      unchanged.note = note;
+      return unchanged;
+    }
+    if (job.block->suspend_requested()) {
+      job.resuming = true;
+      job.block->set_suspend_requested(false);  // suspend_tick lets it run once back
+      return view(job, now_ns);
+    }
   }
   job.block->set_paused(request.pause);
   return view(job, now_ns);

@@ -33,6 +33,8 @@ inline constexpr const char* kReasonAmbiguous = "ambiguous-job";
 inline constexpr const char* kReasonDenied = "permission-denied";
 inline constexpr const char* kReasonInvalid = "invalid-value";
 inline constexpr const char* kReasonInternal = "internal";
+/// Issue 11: the job holds memory a suspend cannot move.
+inline constexpr const char* kReasonNotSuspendable = "not-suspendable";
 
 /// What the coordinator decided for a job, kept in its state file so that a
 /// restarted coordinator restores it when the job registers again.
@@ -57,6 +59,8 @@ struct Job {
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the static cap (compute=N%)
   ComputeJobOutput compute;                  ///< the controller's last word (first device)
   std::string compute_phase;
+  std::string suspend_refused;  ///< issue 11: why the job refused its last suspend
+  bool resuming = false;        ///< issue 11: launches held until the job is back
 };
 
 class Registry {
@@ -79,6 +83,10 @@ class Registry {
                       std::string* reason);
   Result<JobView> pause(const PauseRequest& request, const Caller& caller, std::uint64_t now_ns,
                         std::string* reason);
+  /// Issue 11 (server/suspend.cc): asks the job to move its device memory
+  /// to the host; refused when it holds memory that cannot move.
+  Result<JobView> suspend(const SuspendRequest& request, const Caller& caller,
+                          std::uint64_t now_ns, std::string* reason);
 
   const Policy& policy() const { return policy_; }
 

@@ -1,0 +1,209 @@
+// Suspend and resume in the job's client thread (the algorithm is in
+// suspend.h).
+#include "interpose/suspend.h"
+
+#include <time.h>
+
+#include "coord/job/client.h"
+#include "interpose/log.h"
+#include "interpose/runtime.h"
+#include "interpose/spill.h"
+#include "interpose/vmm_backing.h"
+
+namespace gpushare::interpose {
+
+namespace {
+
+// Scratch for one pass over the allocation table (client thread only).
+constexpr std::size_t kMaxScanned = 8192;
+std::uint64_t g_keys[kMaxScanned];
+int g_ticks = 0;
+
+std::atomic<std::uint64_t>& state() { return g_counters.suspend_state; }
+
+void take(std::atomic<std::uint64_t>& counter, std::uint64_t bytes) {
+  std::uint64_t held = counter.load(std::memory_order_relaxed);
+  while (!counter.compare_exchange_weak(held, held > bytes ? held - bytes : 0,
+                                        std::memory_order_relaxed)) {
+  }
+}
+
+bool make_current(const AllocationRecord& record) {
+  return record.context != 0 && g_runtime.real.real_cuCtxSetCurrent(
+                                    reinterpret_cast<CUcontext>(record.context)) == CUDA_SUCCESS;
+}
+
+// What the job holds that a suspend cannot move (control_block.h kBlocks*).
+std::uint64_t blockers() {
+  std::uint64_t mask = 0;
+  if (g_runtime.handles.size() != 0) mask |= coord::kBlocksArrays;
+  if (ipc_exported()) mask |= coord::kBlocksIpc;
+  if (program_vmm_mappings() != 0) mask |= coord::kBlocksProgramVmm;
+  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  for (std::size_t i = 0; i < count; ++i) {
+    AllocationRecord record;
+    if (!g_runtime.allocations.find(g_keys[i], &record)) continue;
+    if (record.spillable == 0 && record.vmm_backed == 0) mask |= coord::kBlocksPlain;
+  }
+  return mask;
+}
+
+// Waits for the work queued on every context that owns memory.
+bool drain() {
+  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  std::uint64_t last = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    AllocationRecord record;
+    if (!g_runtime.allocations.find(g_keys[i], &record) || record.context == last) continue;
+    last = record.context;
+    if (!make_current(record) || g_runtime.real.real_cuCtxSynchronize() != CUDA_SUCCESS) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Managed-backed memory: advice and a prefetch, waited for.
+bool move_managed(std::uint64_t key, AllocationRecord record, bool to_host) {
+  RealDriver& real = g_runtime.real;
+  CUdevice target = to_host ? CU_DEVICE_CPU : static_cast<CUdevice>(record.device);
+  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
+  CUresult result =
+      real.real_cuMemAdvise(pointer, record.bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target);
+  if (result == CUDA_SUCCESS)
+    result = real.real_cuMemPrefetchAsync(pointer, record.bytes, target, 0);
+  if (result == CUDA_SUCCESS) result = real.real_cuStreamSynchronize(0);
+  if (result != CUDA_SUCCESS) return false;
+  record.on_host = to_host ? 1 : 0;
+  record.suspended = to_host ? 1 : 0;
+  if (!g_runtime.allocations.replace(key, record)) return true;  // freed meanwhile
+  std::atomic<std::uint64_t>& device = g_counters.device_resident_bytes[record.device];
+  std::atomic<std::uint64_t>& host = g_counters.host_resident_bytes[record.device];
+  take(to_host ? device : host, record.bytes);
+  (to_host ? host : device).fetch_add(record.bytes, std::memory_order_relaxed);
+  return true;
+}
+
+// VMM-backed memory: copy out, unmap, release (or create, map, copy in).
+bool move_vmm(std::uint64_t key, AllocationRecord record, bool to_host) {
+  RealDriver& real = g_runtime.real;
+  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
+  if (to_host) {
+    void* copy = host_copy_allocate(record.bytes);
+    if (copy == nullptr) return false;
+    if (real.real_cuMemcpyDtoH_v2(copy, pointer, record.bytes) != CUDA_SUCCESS ||
+        vmm_release_physical(pointer, record.bytes, record.link) != CUDA_SUCCESS) {
+      host_copy_free(copy, record.bytes);
+      return false;
+    }
+    record.link = reinterpret_cast<std::uintptr_t>(copy);
+    record.suspended = 1;
+    g_counters.suspended_bytes[record.device].fetch_add(record.bytes, std::memory_order_relaxed);
+  } else {
+    std::uint64_t handle = 0;
+    void* copy = reinterpret_cast<void*>(record.link);
+    if (vmm_map_physical(pointer, record.bytes, record.device, &handle) != CUDA_SUCCESS) {
+      return false;
+    }
+    if (real.real_cuMemcpyHtoD_v2(pointer, copy, record.bytes) != CUDA_SUCCESS) {
+      vmm_release_physical(pointer, record.bytes, handle);
+      return false;
+    }
+    host_copy_free(copy, record.bytes);
+    record.link = handle;
+    record.suspended = 0;
+    take(g_counters.suspended_bytes[record.device], record.bytes);
+  }
+  g_runtime.allocations.replace(key, record);
+  return true;
+}
+
+// Moves every allocation not yet where `to_host` says; false at the first
+// failure (what moved stays moved: the caller moves it back).
+bool move_all(bool to_host) {
+  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  bool ok = true;
+  for (std::size_t i = 0; i < count && ok; ++i) {
+    vmm_lock();  // a free of this allocation waits for its move
+    AllocationRecord record;
+    if (g_runtime.allocations.find(g_keys[i], &record) && (record.suspended != 0) != to_host &&
+        record.device >= 0 && record.device < kMaxDevices) {
+      if (record.vmm_backed != 0) {
+        ok = make_current(record) && move_vmm(g_keys[i], record, to_host);
+      } else if (record.spillable != 0 && (!to_host || record.on_host == 0)) {
+        ok = make_current(record) && move_managed(g_keys[i], record, to_host);
+      }
+    }
+    vmm_unlock();
+  }
+  g_runtime.real.real_cuCtxSetCurrent(nullptr);
+  return ok;
+}
+
+void suspend_now() {
+  std::uint64_t mask = blockers();
+  g_counters.suspend_blockers.store(mask, std::memory_order_relaxed);
+  if (mask != 0) {
+    GS_INFO("suspend refused: the job holds memory that cannot leave the device (mask %llu)",
+            static_cast<unsigned long long>(mask));
+    state().store(coord::kSuspendRefused, std::memory_order_relaxed);
+    return;
+  }
+  if (!drain() || !move_all(true)) {
+    GS_WARN("suspend failed; bringing back what moved");
+    move_all(false);
+    state().store(coord::kSuspendRefused, std::memory_order_relaxed);
+    return;
+  }
+  state().store(coord::kSuspendSuspended, std::memory_order_relaxed);
+}
+
+bool resume_now() {
+  if (!move_all(false)) return false;  // too little room: next tick
+  state().store(coord::kSuspendRunning, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+void memory_tick() {
+  std::uint64_t now = state().load(std::memory_order_relaxed);
+  bool wanted = coord::suspend_requested();
+  if (wanted) {
+    // Shown as suspending for a tick before the work starts.
+    if (now == coord::kSuspendRunning || now == coord::kSuspendResuming) {
+      state().store(coord::kSuspendSuspending);  // a resume cut short: the rest moves
+    }
+    if (now == coord::kSuspendSuspending) suspend_now();
+    return;  // suspended or refused: nothing moves until the request changes
+  }
+  if (now == coord::kSuspendSuspended) {
+    state().store(coord::kSuspendResuming);
+    return;
+  }
+  if (now == coord::kSuspendResuming) {
+    resume_now();
+    return;
+  }
+  if (now != coord::kSuspendRunning) state().store(coord::kSuspendRunning);
+  if (++g_ticks % 10 == 0 || g_ticks == 1) {
+    g_counters.suspend_blockers.store(blockers(), std::memory_order_relaxed);
+  }
+  spill_tick();
+}
+
+void suspend_before_retire() {
+  std::uint64_t now = state().load(std::memory_order_relaxed);
+  if (now == coord::kSuspendRunning || now == coord::kSuspendRefused ||
+      now == coord::kSuspendSuspending) {
+    state().store(coord::kSuspendRunning, std::memory_order_relaxed);
+    return;
+  }
+  GS_INFO("the coordinator went away while the job was suspended: resuming");
+  while (!resume_now()) {
+    timespec step{0, 100'000'000};
+    nanosleep(&step, nullptr);
+  }
+}
+
+}  // namespace gpushare::interpose

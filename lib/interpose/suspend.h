@@ -1,0 +1,47 @@
+// Suspend and resume on the job's side (issue 11, section 3; Gandiva).
+//
+// `gpushare-ctl suspend JOB` makes the coordinator hold the job's launches
+// (the limits page's `paused`) and set `suspend_request`. The job's client
+// thread sees the request on its next tick (every 10 ms) and:
+//   1. refuses at once, moving nothing, when the job holds memory that
+//      cannot leave the device (suspend_blockers: arrays, IPC-exported
+//      memory, the program's own VMM mappings, plain memory not allocated
+//      suspendable); the coordinator checks the same mask before it asks,
+//      so this only catches an allocation made in between;
+//   2. waits for the work already queued: cuCtxSynchronize on every context
+//      that owns an allocation (launches are held, so nothing new comes);
+//   3. moves every allocation to the host: managed-backed memory by advice
+//      (prefer the CPU) and a prefetch to CU_DEVICE_CPU; VMM-backed memory
+//      (vmm_backing.h) by a copy to host memory, then unmapping and
+//      releasing its physical memory, keeping the address range. If a step
+//      fails, what moved comes back and the job reports kSuspendRefused.
+// With the request withdrawn (`resume`), the tick brings everything back to
+// the same addresses (advice and prefetch to the device; new physical
+// memory mapped at the reserved range and the copy written back), and
+// reports kSuspendRunning; the coordinator then lets launches go. A resume
+// that finds too little device memory (another job took it) leaves the job
+// resuming, launches held, and tries again every tick.
+//
+// The coordinator going away: launches are held on its page until its
+// memory is back; the client thread resumes the job before it wakes them
+// (suspend_before_retire), retrying until the memory fits. A suspend that
+// was under way when the coordinator died has completed by then (the same
+// thread does both). The job killed mid-suspend: its device memory goes
+// with its process (the driver frees a dead process's memory); its host
+// copies are its own anonymous memory.
+//
+// While suspended the program's host-side calls are not held: a copy to or
+// from its memory fails (the range is unmapped), and its context's own
+// memory stays on the device.
+#pragma once
+
+namespace gpushare::interpose {
+
+/// The client thread's tick: suspend or resume on request, else spill.
+void memory_tick();
+
+/// Called by the client thread when the coordinator goes away, before
+/// launches held on its page are woken: brings a suspended job back.
+void suspend_before_retire();
+
+}  // namespace gpushare::interpose
