@@ -61,7 +61,7 @@ std::atomic<bool> g_ipc_exported{false};
 }  // namespace
 
 namespace gpushare::interpose {
-std::size_t program_vmm_mappings() { return g_mappings.size(); }
+std::size_t program_vmm_mappings() { return g_handles.size() + g_mappings.size(); }
 bool ipc_exported() { return g_ipc_exported.load(std::memory_order_relaxed); }
 }  // namespace gpushare::interpose
 

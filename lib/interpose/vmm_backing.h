@@ -74,7 +74,7 @@ void host_copy_free(void* copy, std::uint64_t bytes);
 
 namespace gpushare::interpose {
 /// What the program itself does with VMM and IPC (hooks_vmm.cc): its live
-/// mappings, and whether it exported memory with cuIpcGetMemHandle.
+/// physical handles and mappings (its own, not vmm_backing's), and whether it exported memory with cuIpcGetMemHandle.
 std::size_t program_vmm_mappings();
 bool ipc_exported();
 }  // namespace gpushare::interpose
