@@ -118,48 +118,75 @@ bool move_vmm(std::uint64_t key, AllocationRecord record, bool to_host) {
   return true;
 }
 
-// Moves every allocation not yet where `to_host` says; false at the first
-// failure (what moved stays moved: the caller moves it back).
-bool move_all(bool to_host) {
+enum class Step { kDone, kMore, kFailed };
+
+// Moves allocations not yet where `to_host` says until none is left (kDone),
+// `budget_ns` has passed (kMore: the next tick goes on, so telemetry stays
+// fresh and shows the progress), or a move fails (what moved stays moved).
+Step move_some(bool to_host, std::uint64_t budget_ns) {
+  std::uint64_t deadline = monotonic_ns() + budget_ns;
   std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
-  bool ok = true;
-  for (std::size_t i = 0; i < count && ok; ++i) {
+  Step step = Step::kDone;
+  for (std::size_t i = 0; i < count && step == Step::kDone; ++i) {
+    if (monotonic_ns() >= deadline) {
+      step = Step::kMore;
+      break;
+    }
     vmm_lock();  // a free of this allocation waits for its move
     AllocationRecord record;
     if (g_runtime.allocations.find(g_keys[i], &record) && (record.suspended != 0) != to_host &&
         record.device >= 0 && record.device < kMaxDevices) {
+      bool ok = true;
       if (record.vmm_backed != 0) {
         ok = make_current(record) && move_vmm(g_keys[i], record, to_host);
       } else if (record.spillable != 0 && (!to_host || record.on_host == 0)) {
         ok = make_current(record) && move_managed(g_keys[i], record, to_host);
       }
+      if (!ok) step = Step::kFailed;
     }
     vmm_unlock();
   }
   g_runtime.real.real_cuCtxSetCurrent(nullptr);
-  return ok;
+  return step;
 }
 
-void suspend_now() {
-  std::uint64_t mask = blockers();
-  g_counters.suspend_blockers.store(mask, std::memory_order_relaxed);
-  if (mask != 0) {
-    GS_INFO("suspend refused: the job holds memory that cannot leave the device (mask %llu)",
-            static_cast<unsigned long long>(mask));
-    state().store(coord::kSuspendRefused, std::memory_order_relaxed);
-    return;
+// How long one tick moves memory: at 25 GB/s, about 1 GiB.
+constexpr std::uint64_t kTickBudgetNs = 40'000'000;
+bool g_drained = false;  // this suspend waited for the queued work
+
+void suspend_step() {
+  if (!g_drained) {
+    std::uint64_t mask = blockers();
+    g_counters.suspend_blockers.store(mask, std::memory_order_relaxed);
+    if (mask != 0) {
+      GS_INFO("suspend refused: the job holds memory that cannot leave the device (mask %llu)",
+              static_cast<unsigned long long>(mask));
+      state().store(coord::kSuspendRefused, std::memory_order_relaxed);
+      return;
+    }
+    if (!drain()) {
+      GS_WARN("suspend failed: cannot wait for the job's queued work");
+      state().store(coord::kSuspendRefused, std::memory_order_relaxed);
+      return;
+    }
+    g_drained = true;
   }
-  if (!drain() || !move_all(true)) {
+  Step step = move_some(true, kTickBudgetNs);
+  if (step == Step::kMore) return;
+  g_drained = false;
+  if (step == Step::kFailed) {
     GS_WARN("suspend failed; bringing back what moved");
-    move_all(false);
+    while (move_some(false, kTickBudgetNs) == Step::kMore) {
+    }
     state().store(coord::kSuspendRefused, std::memory_order_relaxed);
     return;
   }
   state().store(coord::kSuspendSuspended, std::memory_order_relaxed);
 }
 
-bool resume_now() {
-  if (!move_all(false)) return false;  // too little room: next tick
+// True once everything is back; false: more to move, or too little room.
+bool resume_step() {
+  if (move_some(false, kTickBudgetNs) != Step::kDone) return false;
   state().store(coord::kSuspendRunning, std::memory_order_relaxed);
   return true;
 }
@@ -174,7 +201,7 @@ void memory_tick() {
     if (now == coord::kSuspendRunning || now == coord::kSuspendResuming) {
       state().store(coord::kSuspendSuspending);  // a resume cut short: the rest moves
     }
-    if (now == coord::kSuspendSuspending) suspend_now();
+    if (now == coord::kSuspendSuspending) suspend_step();
     return;  // suspended or refused: nothing moves until the request changes
   }
   if (now == coord::kSuspendSuspended) {
@@ -182,7 +209,12 @@ void memory_tick() {
     return;
   }
   if (now == coord::kSuspendResuming) {
-    resume_now();
+    resume_step();
+    return;
+  }
+  if (now == coord::kSuspendSuspending && g_drained) {  // withdrawn mid-way: back first
+    g_drained = false;
+    state().store(coord::kSuspendResuming);
     return;
   }
   if (now != coord::kSuspendRunning) state().store(coord::kSuspendRunning);
@@ -194,16 +226,21 @@ void memory_tick() {
 
 void suspend_before_retire() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
-  if (now == coord::kSuspendRunning || now == coord::kSuspendRefused ||
-      now == coord::kSuspendSuspending) {
+  g_drained = false;
+  if (now == coord::kSuspendRunning || now == coord::kSuspendRefused) {
     state().store(coord::kSuspendRunning, std::memory_order_relaxed);
     return;
   }
   GS_INFO("the coordinator went away while the job was suspended: resuming");
-  while (!resume_now()) {
-    timespec step{0, 100'000'000};
-    nanosleep(&step, nullptr);
+  for (;;) {  // launches stay held on the old page until everything fits again
+    Step step = move_some(false, kTickBudgetNs);
+    if (step == Step::kDone) break;
+    if (step == Step::kFailed) {  // no room yet: another job holds it
+      timespec wait{0, 100'000'000};
+      nanosleep(&wait, nullptr);
+    }
   }
+  state().store(coord::kSuspendRunning, std::memory_order_relaxed);
 }
 
 }  // namespace gpushare::interpose
