@@ -66,8 +66,9 @@ TEST_CASE("invalid settings are errors naming the variable and value", "[interpo
   auto error_of = [](std::map<std::string, std::string> env) {
     return std::string(settings_from(std::move(env)).error);
   };
-  CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "8XB"}}),
-             Catch::Contains("invalid GPUSHARE_MEM_LIMIT '8XB'") && Catch::Contains("unknown unit"));
+  CHECK_THAT(
+      error_of({{"GPUSHARE_MEM_LIMIT", "8XB"}}),
+      Catch::Contains("invalid GPUSHARE_MEM_LIMIT '8XB'") && Catch::Contains("unknown unit"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", ""}}), Catch::Contains("empty"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "-1"}}), Catch::Contains("negative"));
   CHECK_THAT(error_of({{"GPUSHARE_MEM_LIMIT", "0"}}), Catch::Contains("must be above 0"));
@@ -87,4 +88,12 @@ TEST_CASE("GPUSHARE_SPILL turns managed backing of opportunistic memory on and o
   CHECK(off.error[0] == '\0');
   Settings bad = settings_from({{"GPUSHARE_SPILL", "maybe"}});
   CHECK(std::string(bad.error) == "invalid GPUSHARE_SPILL 'maybe': expected on or off");
+}
+
+TEST_CASE("GPUSHARE_SUSPENDABLE turns VMM backing of plain memory on and off", "[interpose]") {
+  CHECK_FALSE(settings_from({}).suspendable);
+  CHECK(settings_from({{"GPUSHARE_SUSPENDABLE", "on"}}).suspendable);
+  CHECK_FALSE(settings_from({{"GPUSHARE_SUSPENDABLE", "off"}}).suspendable);
+  Settings bad = settings_from({{"GPUSHARE_SUSPENDABLE", "yes"}});
+  CHECK(std::string(bad.error) == "invalid GPUSHARE_SUSPENDABLE 'yes': expected on or off");
 }
