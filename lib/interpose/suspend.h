@@ -14,7 +14,7 @@
 //      (prefer the CPU) and a prefetch to CU_DEVICE_CPU; VMM-backed memory
 //      (vmm_backing.h) by a copy to host memory, then unmapping and
 //      releasing its physical memory, keeping the address range. A tick
-//      moves at most 40 ms worth (about 1 GiB at 25 GB/s), so telemetry
+//      moves at most 250 ms worth (about 6 GiB at 25 GB/s), so telemetry
 //      shows the progress and the thread stays responsive; the next tick
 //      goes on. If a move fails, what moved comes back and the job reports
 //      kSuspendRefused.

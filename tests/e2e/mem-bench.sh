@@ -9,7 +9,7 @@
 bench="$libexec/bench/gpushare-bench-memory"
 [ -x "$bench" ] || fail "gpushare-bench-memory is not installed"
 
-expect_exit 0 "$bench" --sizes 1 --policies uvm,gpushare
+expect_exit 0 "$bench" --sizes 1 --policies uvm,gpushare --suspend-sizes none
 jq -se '[.[] | select(.kind == "memory-result")] | length == 2
   and all(.[]; .spill_gib == 1 and .data_ok and .alloc_result == "CUDA_SUCCESS"
           and .alloc_ms >= .transfer_ms)' "$scratch/out" >/dev/null ||

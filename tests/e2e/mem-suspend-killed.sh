@@ -28,8 +28,8 @@ victim=$!
 wait_for "the victim's 512 MiB" 10 test -e "$s/victim"
 wait_for "the victim registered" 5 gpushare-ctl show victim
 gpushare-ctl suspend --no-wait victim >/dev/null
-# Mid-suspend: the first allocation moved (a tick moves 40 ms worth; one
-# allocation takes about 0.5 s on this link), the second not yet.
+# Mid-suspend: the first allocation moved (a tick moves 250 ms worth; one
+# allocation takes about 0.54 s on this link), the second not yet.
 wait_for "the victim half suspended" 10 sh -c \
   "gpushare-ctl show victim | jq -e '.state == \"suspending\" and .mem_suspended_bytes > 0'"
 kill -KILL "$victim"
