@@ -14,9 +14,9 @@
 #include "interpose/real_dlsym.h"
 #include "interpose/spill.h"
 #include "interpose/suspend.h"
-#include "interpose/vmm_backing.h"
 #include "interpose/throttle.h"
 #include "interpose/tree.h"
+#include "interpose/vmm_backing.h"
 
 namespace gpushare::interpose {
 
@@ -291,6 +291,7 @@ void release_record(const AllocationRecord& record) {
 
 void release_context_allocations(std::uint64_t context) {
   if (context == 0) return;
+  vmm_release_context(context);  // VMM memory outlives its context (vmm_backing.h)
   g_runtime.allocations.erase_context(context, &release_record);
   g_runtime.handles.erase_context(context, &release_record);
 }

@@ -39,6 +39,7 @@ std::uint64_t blockers() {
   if (g_runtime.handles.size() != 0) mask |= coord::kBlocksArrays;
   if (ipc_exported()) mask |= coord::kBlocksIpc;
   if (program_vmm_mappings() != 0) mask |= coord::kBlocksProgramVmm;
+  if (pools_hold_memory()) mask |= coord::kBlocksPools;
   std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
   for (std::size_t i = 0; i < count; ++i) {
     AllocationRecord record;
@@ -82,6 +83,20 @@ bool move_managed(std::uint64_t key, AllocationRecord record, bool to_host) {
   take(to_host ? device : host, record.bytes);
   (to_host ? host : device).fetch_add(record.bytes, std::memory_order_relaxed);
   return true;
+}
+
+// Managed memory comes back as far as the job's device-resident target
+// allows; the rest stays on the host, where the job runs on (slower) and
+// spill.cc brings it back when the target rises: an opportunistic job's
+// resume never waits for a production job's room.
+void resume_managed(std::uint64_t key, AllocationRecord record) {
+  std::uint64_t target = coord::device_resident_target(record.device);
+  std::uint64_t resident =
+      g_counters.device_resident_bytes[record.device].load(std::memory_order_relaxed);
+  bool fits = target == coord::kNoLimit || resident + record.bytes <= target;
+  if (fits && make_current(record) && move_managed(key, record, false)) return;
+  record.suspended = 0;  // on the host, as a spill leaves it
+  g_runtime.allocations.replace(key, record);
 }
 
 // VMM-backed memory: copy out, unmap, release (or create, map, copy in).
@@ -139,8 +154,10 @@ Step move_some(bool to_host, std::uint64_t budget_ns) {
       bool ok = true;
       if (record.vmm_backed != 0) {
         ok = make_current(record) && move_vmm(g_keys[i], record, to_host);
-      } else if (record.spillable != 0 && (!to_host || record.on_host == 0)) {
-        ok = make_current(record) && move_managed(g_keys[i], record, to_host);
+      } else if (record.spillable != 0 && to_host && record.on_host == 0) {
+        ok = make_current(record) && move_managed(g_keys[i], record, true);
+      } else if (record.spillable != 0 && !to_host) {
+        resume_managed(g_keys[i], record);
       }
       if (!ok) step = Step::kFailed;
     }

@@ -21,9 +21,13 @@
 // With the request withdrawn (`resume`), the tick brings everything back to
 // the same addresses (advice and prefetch to the device; new physical
 // memory mapped at the reserved range and the copy written back), and
-// reports kSuspendRunning; the coordinator then lets launches go. A resume
-// that finds too little device memory (another job took it) leaves the job
-// resuming, launches held, and tries again every tick.
+// reports kSuspendRunning; the coordinator then lets launches go. Managed
+// memory comes back only as far as the job's device-resident target allows
+// (the rest stays on the host, as a spill leaves it, and spill.cc brings it
+// back later), so an opportunistic job never waits for production's room. A
+// resume that finds too little device memory for VMM-backed memory (another
+// job took it) leaves the job resuming, launches held, and tries again
+// every tick.
 //
 // The coordinator going away: launches are held on its page until its
 // memory is back; the client thread resumes the job before it wakes them

@@ -137,6 +137,30 @@ bool free_vmm_backed(CUdeviceptr pointer, CUresult* result) {
   return true;
 }
 
+void vmm_release_context(std::uint64_t context) {
+  if (!g_runtime.settings.suspendable || context == 0) return;
+  // Not the hot path (a context's end): a scratch copy of the table's keys.
+  std::size_t capacity = g_runtime.allocations.size() + 1;
+  void* scratch = host_copy_allocate(capacity * sizeof(std::uint64_t));
+  if (scratch == nullptr) return;
+  std::uint64_t* keys = static_cast<std::uint64_t*>(scratch);
+  std::size_t count = g_runtime.allocations.keys(keys, capacity);
+  for (std::size_t i = 0; i < count; ++i) {
+    AllocationRecord record;
+    if (!g_runtime.allocations.find(keys[i], &record) || record.context != context ||
+        record.vmm_backed == 0) {
+      continue;
+    }
+    CUresult result = CUDA_SUCCESS;
+    free_vmm_backed(keys[i], &result);
+    if (result != CUDA_SUCCESS) {
+      GS_WARN("freeing the VMM-backed allocation at 0x%llx of a destroyed context: error %d",
+              static_cast<unsigned long long>(keys[i]), static_cast<int>(result));
+    }
+  }
+  host_copy_free(scratch, capacity * sizeof(std::uint64_t));
+}
+
 void vmm_lock() { pthread_mutex_lock(&g_mutex); }
 void vmm_unlock() { pthread_mutex_unlock(&g_mutex); }
 

@@ -63,6 +63,11 @@ CUresult vmm_release_physical(CUdeviceptr pointer, std::uint64_t bytes, std::uin
 /// as usual).
 bool free_vmm_backed(CUdeviceptr pointer, CUresult* result);
 
+/// Frees the VMM-backed allocations of a context being destroyed or reset:
+/// unlike cuMemAlloc memory, VMM memory outlives its context in the driver,
+/// so the program's allocations would otherwise leak.
+void vmm_release_context(std::uint64_t context);
+
 void vmm_lock();
 void vmm_unlock();
 
@@ -77,4 +82,6 @@ namespace gpushare::interpose {
 /// physical handles and mappings (its own, not vmm_backing's), and whether it exported memory with cuIpcGetMemHandle.
 std::size_t program_vmm_mappings();
 bool ipc_exported();
+/// Whether the job's memory pools hold device memory (hooks_pool.cc).
+bool pools_hold_memory();
 }  // namespace gpushare::interpose

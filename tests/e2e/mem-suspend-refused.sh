@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 11 (3), bad input: suspending an unknown job, or a production job
+# Issue 11 (3), bad input: suspending an unknown job, a production job
 # holding plain memory it was not started --suspendable for, or a job with a
-# CUDA array, is refused (exit 1, a message naming what cannot move) and
-# changes nothing: the job stays running, unpaused, its memory on the
-# device. Another user's job: tests/e2e/mem-suspend-auth.sh.
+# CUDA array, its own VMM memory or stream-ordered memory, is refused (exit
+# 1, a message naming what cannot move) and changes nothing: the job stays
+# running, unpaused, its memory on the device. Another user's job: tests/e2e/mem-suspend-auth.sh.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
@@ -42,8 +42,20 @@ expect_grep "cannot be suspended: it holds CUDA arrays, memory the program maps 
 gpushare-ctl show arrays | jq -e '.state == "running"' >/dev/null ||
   fail "a refused suspend changed the job: $(gpushare-ctl show arrays)"
 
-# Both jobs run on untouched.
+# Stream-ordered memory stays in its pool on the device.
+gpushare-run --sim --suspendable --name pooled -- "$c" init ctx alloc:async:64MiB \
+  ready:"$s/pooled" wait:"$s/go" >"$s/pooled.out" 2>&1 &
+pooled=$!
+wait_for "the pooled job's allocation" 10 test -e "$s/pooled"
+wait_for "the pooled job's blockers" 5 sh -c \
+  "gpushare-ctl suspend --no-wait pooled 2>&1 | grep -q 'memory pools)\$'"
+expect_exit 1 gpushare-ctl suspend pooled
+expect_grep "'pooled' cannot be suspended: it holds stream-ordered memory \(cuMemAllocAsync and memory pools\)\$" \
+  "$scratch/err"
+
+# Every job runs on untouched.
 touch "$s/go"
 exec 7>&-
 wait "$plain" || fail "the plain job failed: $(cat "$s/plain.out")"
 wait "$arrays" || fail "the array job failed: $(cat "$s/arrays.out")"
+wait "$pooled" || fail "the pooled job failed: $(cat "$s/pooled.out")"

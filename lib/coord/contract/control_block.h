@@ -120,6 +120,7 @@ inline constexpr std::uint64_t kBlocksArrays = 1;      ///< CUDA arrays (no VMM 
 inline constexpr std::uint64_t kBlocksIpc = 2;         ///< memory exported by cuIpcGetMemHandle
 inline constexpr std::uint64_t kBlocksProgramVmm = 4;  ///< the program's own VMM mappings
 inline constexpr std::uint64_t kBlocksPlain = 8;       ///< device memory not allocated suspendable
+inline constexpr std::uint64_t kBlocksPools = 16;      ///< stream-ordered (pool) memory
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {

@@ -29,6 +29,7 @@ std::string describe_blockers(std::uint64_t mask) {
   add(kBlocksProgramVmm, "memory the program maps itself with the VMM API");
   add(kBlocksPlain,
       "plain device memory not allocated suspendable (start it with gpushare-run --suspendable)");
+  add(kBlocksPools, "stream-ordered memory (cuMemAllocAsync and memory pools)");
   if (out.empty()) out = "memory it could not move";
   return out;
 }
