@@ -39,6 +39,25 @@ GPUSHARE_DISABLE=1 gpushare-run --sim -- "$c" nvml >"$s/nvml.out" 2>&1 ||
   fail "NVML after suspend: $(cat "$s/nvml.out")"
 gpushare-run --sim --name other -- "$c" init ctx alloc:plain:800MiB fill:9 check:9 free \
   >"$s/other.out" 2>&1 || fail "the other job failed: $(cat "$s/other.out")"
+# The memory arbiter sees the room too: an opportunistic job's 512 MiB
+# (which fits only while the other job is suspended) keeps no
+# device-resident target. Counting the suspended 640 MiB as held, the
+# arbiter would set 384 MiB within a 25 ms tick; watched for 0.5 s (under
+# load the window may miss that fault, never invent it).
+gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:512MiB \
+  ready:"$s/opp" wait:"$s/opp-go" >"$s/opp.out" 2>&1 &
+opp=$!
+wait_for "the opportunistic job's allocation" 10 test -e "$s/opp"
+wait_for "its memory on the device in show" 5 sh -c \
+  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((512 * MiB))'"
+deadline=$(( $(now_ms) + 500 ))
+while [ "$(now_ms)" -lt "$deadline" ]; do
+  gpushare-ctl show opp | jq -e '.devices[0].device_resident_target == null' >/dev/null ||
+    fail "the suspended job's memory counted on the device: $(gpushare-ctl show opp)"
+done
+touch "$s/opp-go"
+wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out")"
+
 # The suspended job is held at its launch, not finished.
 kill -0 "$susp" || fail "the suspended job exited: $(cat "$s/susp.out" "$s/susp.err")"
 [ -z "$(field "$s/susp.out" launch wall_ms)" ] ||
