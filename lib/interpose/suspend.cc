@@ -14,10 +14,29 @@ namespace gpushare::interpose {
 
 namespace {
 
-// Scratch for one pass over the allocation table (client thread only).
-constexpr std::size_t kMaxScanned = 8192;
-std::uint64_t g_keys[kMaxScanned];
+// Scratch for one pass over the allocation table (client thread only): an
+// mmap'd array that grows with the table, so that every allocation is seen
+// however many the job makes (no libstdc++ here).
+std::uint64_t* g_keys = nullptr;
+std::size_t g_keys_capacity = 0;
 int g_ticks = 0;
+
+// Copies the table's keys into g_keys and their number into *count; false
+// when out of memory for the copy (the caller then refuses or retries).
+bool scan_keys(std::size_t* count) {
+  *count = 0;
+  std::size_t wanted = g_runtime.allocations.size() + 64;
+  if (wanted > g_keys_capacity) {
+    std::size_t capacity = wanted * 2;
+    void* grown = host_copy_allocate(capacity * sizeof(std::uint64_t));
+    if (grown == nullptr) return false;
+    host_copy_free(g_keys, g_keys_capacity * sizeof(std::uint64_t));
+    g_keys = static_cast<std::uint64_t*>(grown);
+    g_keys_capacity = capacity;
+  }
+  *count = g_runtime.allocations.keys(g_keys, g_keys_capacity);
+  return true;
+}
 
 std::atomic<std::uint64_t>& state() { return g_counters.suspend_state; }
 
@@ -40,7 +59,8 @@ std::uint64_t blockers() {
   if (ipc_exported()) mask |= coord::kBlocksIpc;
   if (program_vmm_mappings() != 0) mask |= coord::kBlocksProgramVmm;
   if (pools_hold_memory()) mask |= coord::kBlocksPools;
-  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  std::size_t count = 0;
+  if (!scan_keys(&count)) return mask | coord::kBlocksPlain;  // cannot tell: refuse
   for (std::size_t i = 0; i < count; ++i) {
     AllocationRecord record;
     if (!g_runtime.allocations.find(g_keys[i], &record)) continue;
@@ -51,7 +71,8 @@ std::uint64_t blockers() {
 
 // Waits for the work queued on every context that owns memory.
 bool drain() {
-  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  std::size_t count = 0;
+  if (!scan_keys(&count)) return false;
   std::uint64_t last = 0;
   for (std::size_t i = 0; i < count; ++i) {
     AllocationRecord record;
@@ -140,7 +161,8 @@ enum class Step { kDone, kMore, kFailed };
 // fresh and shows the progress), or a move fails (what moved stays moved).
 Step move_some(bool to_host, std::uint64_t budget_ns) {
   std::uint64_t deadline = monotonic_ns() + budget_ns;
-  std::size_t count = g_runtime.allocations.keys(g_keys, kMaxScanned);
+  std::size_t count = 0;
+  if (!scan_keys(&count)) return Step::kFailed;
   Step step = Step::kDone;
   for (std::size_t i = 0; i < count && step == Step::kDone; ++i) {
     if (monotonic_ns() >= deadline) {
