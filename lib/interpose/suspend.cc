@@ -128,7 +128,7 @@ bool move_vmm(std::uint64_t key, AllocationRecord record, bool to_host) {
     void* copy = host_copy_allocate(record.bytes);
     if (copy == nullptr) return false;
     if (real.real_cuMemcpyDtoH_v2(copy, pointer, record.bytes) != CUDA_SUCCESS ||
-        vmm_release_physical(pointer, record.bytes, record.link) != CUDA_SUCCESS) {
+        vmm_release_physical(pointer, record.bytes, record.link, record.device) != CUDA_SUCCESS) {
       host_copy_free(copy, record.bytes);
       return false;
     }
@@ -142,7 +142,7 @@ bool move_vmm(std::uint64_t key, AllocationRecord record, bool to_host) {
       return false;
     }
     if (real.real_cuMemcpyHtoD_v2(pointer, copy, record.bytes) != CUDA_SUCCESS) {
-      vmm_release_physical(pointer, record.bytes, handle);
+      vmm_release_physical(pointer, record.bytes, handle, record.device);
       return false;
     }
     host_copy_free(copy, record.bytes);

@@ -86,11 +86,23 @@ CUresult vmm_map_physical(CUdeviceptr pointer, std::uint64_t bytes, int device,
   return CUDA_SUCCESS;
 }
 
-CUresult vmm_release_physical(CUdeviceptr pointer, std::uint64_t bytes, std::uint64_t handle) {
+CUresult vmm_release_physical(CUdeviceptr pointer, std::uint64_t bytes, std::uint64_t handle,
+                              int device) {
   RealDriver& real = g_runtime.real;
   CUresult result = real.real_cuMemUnmap(pointer, bytes);
   if (result != CUDA_SUCCESS) return result;
-  return real.real_cuMemRelease(handle);
+  result = real.real_cuMemRelease(handle);
+  if (result == CUDA_SUCCESS) return result;
+  // Still held: map it back, so that nothing changes and no data is lost.
+  CUmemAccessDesc access{};
+  access.location = device_properties(device).location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (real.real_cuMemMap(pointer, bytes, 0, handle, 0) != CUDA_SUCCESS ||
+      real.real_cuMemSetAccess(pointer, bytes, &access, 1) != CUDA_SUCCESS) {
+    GS_ERROR("cannot map the allocation at 0x%llx back after a failed release",
+             static_cast<unsigned long long>(pointer));
+  }
+  return result;
 }
 
 CUresult allocate_vmm_backed(CUdeviceptr* pointer, std::uint64_t rounded, int device,
@@ -125,7 +137,7 @@ bool free_vmm_backed(CUdeviceptr pointer, CUresult* result) {
     g_counters.suspended_bytes[record.device].fetch_sub(record.bytes, std::memory_order_relaxed);
     *result = CUDA_SUCCESS;
   } else {
-    *result = vmm_release_physical(pointer, record.bytes, record.link);
+    *result = vmm_release_physical(pointer, record.bytes, record.link, record.device);
   }
   if (*result == CUDA_SUCCESS) *result = real.real_cuMemAddressFree(pointer, record.bytes);
   if (*result != CUDA_SUCCESS) {

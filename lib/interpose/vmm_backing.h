@@ -54,8 +54,11 @@ CUresult allocate_vmm_backed(CUdeviceptr* pointer, std::uint64_t rounded, int de
 /// readable and writable by the device (the allocation step, and resume).
 CUresult vmm_map_physical(CUdeviceptr pointer, std::uint64_t bytes, int device,
                           std::uint64_t* handle);
-/// Unmaps [pointer, +bytes) and releases `handle` (the free step, and suspend).
-CUresult vmm_release_physical(CUdeviceptr pointer, std::uint64_t bytes, std::uint64_t handle);
+/// Unmaps [pointer, +bytes) and releases `handle` of `device` (the free
+/// step, and suspend). On failure nothing has changed (a release refused
+/// after the unmap maps the memory back).
+CUresult vmm_release_physical(CUdeviceptr pointer, std::uint64_t bytes, std::uint64_t handle,
+                              int device);
 
 /// Frees a VMM-backed allocation (mapped, or suspended with a host copy):
 /// the physical memory, the host copy, the reservation, the charge.
@@ -79,7 +82,8 @@ void host_copy_free(void* copy, std::uint64_t bytes);
 
 namespace gpushare::interpose {
 /// What the program itself does with VMM and IPC (hooks_vmm.cc): its live
-/// physical handles and mappings (its own, not vmm_backing's), and whether it exported memory with cuIpcGetMemHandle.
+/// physical handles and mappings (its own, not vmm_backing's), and whether it exported memory with
+/// cuIpcGetMemHandle.
 std::size_t program_vmm_mappings();
 bool ipc_exported();
 /// Whether the job's memory pools hold device memory (hooks_pool.cc).
