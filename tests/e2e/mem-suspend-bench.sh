@@ -2,7 +2,8 @@
 # bench/memory's suspend part runs (a smoke run: 1 GiB) and prints a result
 # per kind of memory with the documented fields and the table: the job was
 # suspended, suspend and resume took at least the link model's transfer
-# time (they move every byte over it), and the data is intact.
+# time (they move every byte over it), and the data is intact; and what
+# VMM backing costs many small allocations.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 bench="$libexec/bench/gpushare-bench-memory"
@@ -17,4 +18,9 @@ jq -se '[.[] | select(.kind == "memory-suspend-result")] | length == 2
 jq -se '[.[] | select(.kind == "memory-suspend-table")][0].markdown
   | test("\\| plain \\| 1 \\|.*\\| intact \\|")' "$scratch/out" >/dev/null ||
   fail "no table: $(cat "$scratch/out")"
+# VMM backing's cost: 512 allocations of 1 MiB charged 2 MiB each.
+jq -se '[.[] | select(.kind == "memory-vmm-cost")][0]
+  | .plain_charged_bytes == 536870912 and .suspendable_charged_bytes == 1073741824
+    and .suspendable_alloc_ms_total > 0 and .plain_alloc_ms_total > 0' "$scratch/out" >/dev/null ||
+  fail "no VMM cost: $(cat "$scratch/out")"
 expect_exit 2 "$bench" --suspend-sizes 0
