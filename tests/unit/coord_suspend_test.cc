@@ -145,3 +145,17 @@ TEST_CASE("suspend of an unknown job or another user's job changes nothing", "[c
   CHECK_FALSE(job.block->paused());
   CHECK_FALSE(job.block->suspend_requested());
 }
+
+TEST_CASE("a pause during a resume holds the job once its memory is back", "[coord][suspend]") {
+  Registry registry({});
+  Job& job = add_job(registry, "train", kAlice, 100);
+  std::string reason;
+  REQUIRE(registry.suspend(SuspendRequest{"1"}, caller(kAlice), kNow, &reason).ok());
+  telemetry_of(job).suspend_state = kSuspendSuspended;
+  REQUIRE(registry.pause(PauseRequest{"1", false}, caller(kAlice), kNow, &reason).ok());
+  REQUIRE(registry.pause(PauseRequest{"1", true}, caller(kAlice), kNow, &reason).ok());
+  telemetry_of(job).suspend_state = kSuspendRunning;
+  suspend_tick(registry, [](const std::string&) {});
+  CHECK(job.block->paused());
+  CHECK((*registry.show("1", kNow, &reason)).state == "paused");
+}

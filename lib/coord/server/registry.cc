@@ -354,6 +354,7 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
       return view(job, now_ns);
     }
   }
+  if (request.pause) job.resuming = false;  // stays paused once its memory is back
   job.block->set_paused(request.pause);
   return view(job, now_ns);
 }
