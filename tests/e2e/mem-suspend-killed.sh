@@ -4,7 +4,8 @@
 # of its suspend leaks no device memory (NVML shows the device empty once
 # it is gone); killing the coordinator while a job is suspended leaves the
 # job able to run: with nobody left to resume it, the job brings its memory
-# back itself before its held launches go, and its data checks out.
+# back itself before its held launches go, and its data checks out; a
+# restarted coordinator takes it back running, not paused.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
@@ -39,7 +40,7 @@ wait_for "the victim's device memory freed" 10 nvml_empty
 # The coordinator dies while a job is suspended.
 gpushare-run --sim --suspendable --name orphan -- "$c" init ctx kernel:spin alloc:plain:64MiB \
   fill:6 ready:"$s/orphan" wait:"$s/suspended" launch:2:1000 sync check:6 \
-  >"$s/orphan.out" 2>&1 &
+  ready:"$s/orphan-checked" wait:"$s/orphan-exit" launch:1:1000 sync >"$s/orphan.out" 2>&1 &
 orphan=$!
 wait_for "the orphan's memory" 10 test -e "$s/orphan"
 wait_for "the orphan registered" 5 gpushare-ctl show orphan
@@ -47,6 +48,14 @@ gpushare-ctl suspend orphan >"$s/suspend.json" || fail "suspend: $(cat "$s/suspe
 jq -e '.state == "suspended"' "$s/suspend.json" >/dev/null || fail "$(cat "$s/suspend.json")"
 touch "$s/suspended"
 stop_coordinator KILL
-wait "$orphan" || fail "the orphan failed after the coordinator died: $(cat "$s/orphan.out")"
+wait_for "the orphan's data checked" 20 test -e "$s/orphan-checked"
 [ "$(field "$s/orphan.out" check result)" = CUDA_SUCCESS ] ||
   fail "the orphan's data: $(cat "$s/orphan.out")"
+# A restarted coordinator takes the job back running: the suspend's pause
+# is not among the decisions it restores.
+start_coordinator
+wait_for "the orphan registered again" 10 gpushare-ctl show orphan
+gpushare-ctl show orphan | jq -e '.state == "running"' >/dev/null ||
+  fail "after the coordinator's restart: $(gpushare-ctl show orphan)"
+touch "$s/orphan-exit"
+wait "$orphan" || fail "the orphan failed after the coordinator died: $(cat "$s/orphan.out")"

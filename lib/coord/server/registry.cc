@@ -140,7 +140,9 @@ std::vector<Decision> Registry::decisions() const {
     d.pid = job.pid;
     d.name = job.name;
     d.qos = job.block->qos();
-    d.paused = job.block->paused();
+    // A suspend's pause is not restored: the job resumes itself when the
+    // coordinator goes away (lib/interpose/suspend.h).
+    d.paused = job.block->paused() && !job.block->suspend_requested() && !job.resuming;
     d.compute_cap_ppm = job.compute_cap_ppm;
     for (std::size_t i = 0; i < job.devices.size(); ++i) {
       d.mem_limit_bytes.push_back(job.block->mem_limit(static_cast<int>(i)));
