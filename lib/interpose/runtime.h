@@ -53,7 +53,6 @@ struct RealDriver {
   PFN_cuMemAddressReserve_v10020 real_cuMemAddressReserve = nullptr;
   PFN_cuMemAddressFree_v10020 real_cuMemAddressFree = nullptr;
   PFN_cuMemSetAccess_v10020 real_cuMemSetAccess = nullptr;
-  PFN_cuMemcpyHtoD_v3020 real_cuMemcpyHtoD_v2 = nullptr;
 };
 
 struct Device {

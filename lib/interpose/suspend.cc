@@ -265,6 +265,15 @@ void memory_tick() {
   spill_tick();
 }
 
+void wait_while_suspended_slow() {
+  for (;;) {
+    std::uint64_t state = g_counters.suspend_state.load(std::memory_order_acquire);
+    if (state == coord::kSuspendRunning || state == coord::kSuspendRefused) return;
+    timespec step{0, 1'000'000};
+    nanosleep(&step, nullptr);
+  }
+}
+
 void suspend_before_retire() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
   g_drained = false;

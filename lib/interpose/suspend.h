@@ -33,16 +33,36 @@
 // memory is back; the client thread resumes the job before it wakes them
 // (suspend_before_retire), retrying until the memory fits. A suspend that
 // was under way when the coordinator died is undone the same way (the same
-// thread does both, so no move is in flight then). The job killed mid-suspend: its device memory goes
-// with its process (the driver frees a dead process's memory); its host
-// copies are its own anonymous memory.
+// thread does both, so no move is in flight then). The job killed mid-suspend: its device memory
+// goes with its process (the driver frees a dead process's memory); its host copies are its own
+// anonymous memory.
 //
-// While suspended the program's host-side calls are not held: a copy to or
-// from its memory fails (the range is unmapped), and its context's own
-// memory stays on the device.
+// Copies are held too: the 1D copy entry points (cuMemcpy, HtoD, DtoH,
+// DtoD, each synchronous and asynchronous, every per-thread variant) wait
+// while the job is suspending, suspended or resuming, so a thread that
+// copies before its next launch (a training loop's input) waits instead of
+// touching unmapped memory. 2D and 3D copies, memsets and peer copies are
+// not held: one of them while suspended fails (the range is unmapped). The
+// context's own memory stays on the device.
 #pragma once
 
+#include <atomic>
+
+#include "coord/job/client.h"
+
 namespace gpushare::interpose {
+
+extern coord::LocalCounters g_counters;
+
+/// Waits (1 ms steps) while a suspend is under way or in force; returns at
+/// once otherwise (one relaxed load). Called by the held copy wrappers.
+void wait_while_suspended_slow();
+inline void hold_while_suspended() {
+  std::uint64_t state = g_counters.suspend_state.load(std::memory_order_relaxed);
+  if (__builtin_expect(state != coord::kSuspendRunning && state != coord::kSuspendRefused, 0)) {
+    wait_while_suspended_slow();
+  }
+}
 
 /// The client thread's tick: suspend or resume on request, else spill.
 void memory_tick();

@@ -35,8 +35,6 @@ void resolve_suspend_entries(void* libcuda, RealDriver* real) {
       reinterpret_cast<PFN_cuMemAddressFree_v10020>(real_dlsym(libcuda, "cuMemAddressFree"));
   real->real_cuMemSetAccess =
       reinterpret_cast<PFN_cuMemSetAccess_v10020>(real_dlsym(libcuda, "cuMemSetAccess"));
-  real->real_cuMemcpyHtoD_v2 =
-      reinterpret_cast<PFN_cuMemcpyHtoD_v3020>(real_dlsym(libcuda, "cuMemcpyHtoD_v2"));
 }
 
 bool vmm_backing() {
