@@ -5,8 +5,8 @@
 // thread sees the request on its next tick (every 10 ms) and:
 //   1. refuses at once, moving nothing, when the job holds memory that
 //      cannot leave the device (suspend_blockers: arrays, IPC-exported
-//      memory, the program's own VMM mappings, plain memory not allocated
-//      suspendable); the coordinator checks the same mask before it asks,
+//      memory, the program's own VMM memory, stream-ordered pools, plain
+//      memory not allocated suspendable); the coordinator checks the same mask before it asks,
 //      so this only catches an allocation made in between;
 //   2. waits for the work already queued: cuCtxSynchronize on every context
 //      that owns an allocation (launches are held, so nothing new comes);
@@ -33,9 +33,11 @@
 // memory is back; the client thread resumes the job before it wakes them
 // (suspend_before_retire), retrying until the memory fits. A suspend that
 // was under way when the coordinator died is undone the same way (the same
-// thread does both, so no move is in flight then). The job killed mid-suspend: its device memory
-// goes with its process (the driver frees a dead process's memory); its host copies are its own
-// anonymous memory.
+// thread does both, so no move is in flight then). A restarted coordinator
+// finds the job running (a suspend's pause is not among the decisions it
+// restores). The job killed mid-suspend: its device memory goes with its
+// process (the driver frees a dead process's memory); its host copies are
+// its own anonymous memory.
 //
 // Copies are held too: the 1D copy entry points (cuMemcpy, HtoD, DtoH,
 // DtoD, each synchronous and asynchronous, every per-thread variant) wait
