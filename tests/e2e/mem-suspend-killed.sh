@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 11 (3, 4) on the simulated GPU (1 GiB, a slow 0.5 GB/s host link so
-# that a 512 MiB suspend takes about a second): killing a job in the middle
+# Issue 11 (3, 4) on the simulated GPU (1 GiB, a slow 0.25 GB/s host link so
+# that a 768 MiB suspend takes about 3 s): killing a job in the middle
 # of its suspend leaks no device memory (NVML shows the device empty once
 # it is gone); killing the coordinator while a job is suspended leaves the
 # job able to run: with nobody left to resume it, the job brings its memory
@@ -10,7 +10,7 @@
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-export GPUSHARE_SIM_PCIE_GBPS=0.5
+export GPUSHARE_SIM_PCIE_GBPS=0.25
 c="$libexec/tests/gpushare-cuda-client"
 s=$scratch
 MiB=1048576
@@ -24,13 +24,14 @@ nvml_empty() {
 
 start_coordinator
 gpushare-run --sim --suspendable --name victim -- "$c" init ctx alloc:plain:256MiB fill:1 \
-  alloc:plain:256MiB fill:2 ready:"$s/victim" wait:"$s/never" >"$s/victim.out" 2>&1 &
+  alloc:plain:256MiB fill:2 alloc:plain:256MiB fill:3 ready:"$s/victim" wait:"$s/never" \
+  >"$s/victim.out" 2>&1 &
 victim=$!
-wait_for "the victim's 512 MiB" 10 test -e "$s/victim"
+wait_for "the victim's 768 MiB" 10 test -e "$s/victim"
 wait_for "the victim registered" 5 gpushare-ctl show victim
 gpushare-ctl suspend --no-wait victim >/dev/null
-# Mid-suspend: the first allocation moved (a tick moves 250 ms worth; one
-# allocation takes about 0.54 s on this link), the second not yet.
+# Mid-suspend: an allocation moved, the last not yet (a tick moves 250 ms
+# worth; one allocation takes about 1.07 s on this link).
 wait_for "the victim half suspended" 10 sh -c \
   "gpushare-ctl show victim | jq -e '.state == \"suspending\" and .mem_suspended_bytes > 0'"
 kill -KILL "$victim"
