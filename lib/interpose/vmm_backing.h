@@ -15,7 +15,10 @@
 // It is opt-in, because it costs: each allocation is rounded up to the
 // allocation granularity (2 MiB on current GPUs and on the simulator) and
 // charged so, and an allocation takes four driver calls instead of one
-// (bench/memory measures both). Without it, a suspend refuses plain memory.
+// (bench/memory measures both); and real drivers refuse cuIpcGetMemHandle
+// on VMM memory, so a program that shares memory between processes that
+// way must not be started suspendable. Without it, a suspend refuses plain
+// memory.
 //
 // The record (AllocationRecord, vmm_backed set) keeps the physical handle in
 // `link`; while suspended, `link` holds the host copy and `suspended` is set.
