@@ -22,6 +22,7 @@
 #include "interpose/log.h"
 #include "interpose/pools.h"
 #include "interpose/spill.h"
+#include "interpose/suspend.h"
 #include "interpose/vmm_backing.h"
 
 using namespace gpushare::interpose;
@@ -123,6 +124,7 @@ CUresult allocate_suspendable(const char* api, CUdeviceptr* dptr, std::uint64_t 
 CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   GS_REAL(cuMemAlloc_v2);
   if (disabled()) return real(dptr, bytesize);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   if (int device = current_device();
       valid_device(device) && dptr != nullptr && bytesize > 0 && managed_backing()) {
     return charge_and_allocate(
@@ -142,6 +144,7 @@ CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 CUresult gs_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   GS_REAL(cuMemAllocManaged);
   if (disabled()) return real(dptr, bytesize, flags);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   return charge_and_allocate(
       "cuMemAllocManaged", current_device(), bytesize, true, g_runtime.allocations,
       [&] { return real(dptr, bytesize, flags); },
@@ -152,6 +155,7 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
                                unsigned int element_size) {
   GS_REAL(cuMemAllocPitch_v2);
   if (disabled()) return real(dptr, pitch, width, height, element_size);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   int device = current_device();
   if (valid_device(device) && dptr != nullptr && pitch != nullptr && width > 0 && height > 0 &&
       (element_size == 4 || element_size == 8 || element_size == 16) && managed_backing()) {

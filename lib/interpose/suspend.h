@@ -44,8 +44,10 @@
 // while the job is suspending, suspended or resuming, so a thread that
 // copies before its next launch (a training loop's input) waits instead of
 // touching unmapped memory. 2D and 3D copies, memsets and peer copies are
-// not held: one of them while suspended fails (the range is unmapped). The
-// context's own memory stays on the device.
+// not held: one of them while suspended fails (the range is unmapped).
+// Allocations (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged) wait
+// too, so a suspended job takes no new device memory. The context's own
+// memory stays on the device.
 #pragma once
 
 #include <atomic>

@@ -70,6 +70,26 @@ wait "$susp" || fail "the suspended job failed after resume: $(cat "$s/susp.out"
 [ "$(field "$s/susp.out" check result 1)" = CUDA_SUCCESS ] &&
   [ "$(field "$s/susp.out" check result 2)" = CUDA_SUCCESS ] || fail "its data: $(cat "$s/susp.out")"
 
+# A suspended job's allocation waits for its resume: no new device memory
+# while suspended.
+gpushare-run --sim --suspendable --name late -- "$c" init ctx alloc:plain:64MiB \
+  ready:"$s/late" wait:"$s/late-suspended" ready:"$s/late-allocating" alloc:plain:64MiB \
+  >"$s/late.out" 2>&1 &
+late=$!
+wait_for "the late job's first allocation" 10 test -e "$s/late"
+wait_for "the late job registered" 5 gpushare-ctl show late
+gpushare-ctl suspend late >/dev/null || fail "suspend of the late job"
+touch "$s/late-suspended"
+wait_for "the late job at its second allocation" 10 test -e "$s/late-allocating"
+gpushare-ctl show late | jq -e ".mem_used_bytes == $((64 * MiB)) and .state == \"suspended\"" \
+  >/dev/null || fail "a suspended job allocated: $(gpushare-ctl show late)"
+[ "$(jq -s 'map(select(.step == "alloc")) | length' "$s/late.out")" = 1 ] ||
+  fail "a suspended job's allocation returned: $(cat "$s/late.out")"
+gpushare-ctl resume late >"$s/late-resume.json" 2>&1 || fail "resume of the late job: $(cat "$s/late-resume.json")"
+wait "$late" || fail "the late job failed: $(cat "$s/late.out")"
+[ "$(jq -s 'map(select(.step == "alloc" and .result == "CUDA_SUCCESS")) | length' "$s/late.out")" = 2 ] ||
+  fail "the late job's allocation after resume: $(cat "$s/late.out")"
+
 # Resuming a running job changes nothing and says so.
 gpushare-run --sim --name idle -- "$c" init ctx ready:"$s/idle" wait:"$s/idle-go" \
   >"$s/idle.out" 2>&1 &
