@@ -18,7 +18,9 @@ struct CtlOptions {
   std::vector<std::string> properties;
   std::optional<std::string> mem_limit;
   std::string interval = "1s";
-  std::uint64_t count = 0;  ///< watch: rounds; 0 = until interrupted
+  std::uint64_t count = 0;           ///< watch: rounds; 0 = until interrupted
+  bool no_wait = false;              ///< suspend, resume: print the request's answer only
+  std::string wait_timeout = "10m";  ///< suspend, resume: longest wait for the move
   // serve
   std::string log_file;
   std::string admin_group;
@@ -35,6 +37,10 @@ int node(const CtlOptions& options);
 int set(const CtlOptions& options);
 int pause(const CtlOptions& options, bool pause);
 int watch(const CtlOptions& options);
+/// Issue 11: suspend frees a job's device memory; resume brings it back
+/// (and lets a paused job run). Both wait for the move unless --no-wait.
+int suspend(const CtlOptions& options);
+int resume(const CtlOptions& options);
 
 /// The socket to use: --socket, else the default rules of socket_path.h.
 /// Empty when the default does not fit a socket address.

@@ -1,8 +1,8 @@
 // gpushare-ctl: runs the node coordinator and talks to it.
 //
 // main() parses into CtlOptions and hands the verb to its function: serve
-// (serve.cc) runs the coordinator; ls, show, node, set, pause, resume and
-// watch (verbs.cc) send one request each and print JSON Lines or a table.
+// (serve.cc) runs the coordinator; ls, show, node, set, pause, resume,
+// suspend and watch (verbs.cc) send one request each and print JSON Lines or a table.
 //
 // Exit status: 0 success; 1 failure at run time (no coordinator, unknown
 // job, refused request); 2 usage error.
@@ -24,7 +24,9 @@ int run(const ctl::CtlOptions& options) {
   if (verb == "show") return ctl::show(options);
   if (verb == "node") return ctl::node(options);
   if (verb == "set") return ctl::set(options);
-  if (verb == "pause" || verb == "resume") return ctl::pause(options, verb == "pause");
+  if (verb == "pause") return ctl::pause(options, true);
+  if (verb == "resume") return ctl::resume(options);  // a paused or a suspended job
+  if (verb == "suspend") return ctl::suspend(options);
   if (verb == "watch") return ctl::watch(options);
   gpushare::diag::error("unknown verb '" + verb + "'");
   return gpushare::exit_status::kUsage;
@@ -81,12 +83,20 @@ int main(int argc, char** argv) {
   set->add_option("properties", options.properties,
                   "KEY=VALUE properties (mem-limit, qos, name, compute)");
   add_format(set);
-  for (const char* name : {"pause", "resume"}) {
-    bool is_pause = std::string(name) == "pause";
-    CLI::App* verb = app.add_subcommand(
-        name, is_pause ? "Hold a job's kernel launches" : "Let a paused job launch again");
+  for (const char* name : {"pause", "resume", "suspend"}) {
+    std::string verb_name = name;
+    const char* what = verb_name == "pause"    ? "Hold a job's kernel launches"
+                       : verb_name == "resume" ? "Let a paused or suspended job run again"
+                                               : "Move a job's device memory to the host";
+    CLI::App* verb = app.add_subcommand(name, what);
     add_job(verb);
     add_format(verb);
+    if (verb_name == "pause") continue;
+    verb->add_flag("--no-wait", options.no_wait,
+                   "Print the coordinator's answer without waiting for the move");
+    verb->add_option("--wait-timeout", options.wait_timeout,
+                     "Longest wait for the job's memory to move")
+        ->capture_default_str();
   }
   CLI::App* watch = app.add_subcommand("watch", "Print job records at an interval");
   watch->add_option("--interval", options.interval, "Time between samples")->capture_default_str();

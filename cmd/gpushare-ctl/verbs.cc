@@ -124,6 +124,99 @@ int pause(const CtlOptions& options, bool pause) {
   return request_and_print(options, coord::PauseRequest{options.job, pause}, Shape::kJobs);
 }
 
+namespace {
+
+// Whether job `id` is still registered (a failed show may mean it exited).
+bool still_registered(coord::CtlConnection& connection, const CtlOptions& options,
+                      const std::string& id) {
+  Result<Records> jobs = connection.request(coord::ListRequest{}, timeout_of(options));
+  if (!jobs) return true;  // cannot tell: report the show's error
+  for (const ordered_json& job : *jobs) {
+    if (job.value("id", ordered_json(0)).dump() == id) return true;
+  }
+  return false;
+}
+
+enum class Moved { kDone, kTimedOut, kExited, kError };
+
+// Polls job `id` every 10 ms (the job's client thread ticks as often) while
+// it is `moving`, until `deadline`. *records holds the last answer.
+Moved poll_until_moved(coord::CtlConnection& connection, const CtlOptions& options,
+                       const std::string& id, const std::string& moving,
+                       std::chrono::steady_clock::time_point deadline, Result<Records>* records) {
+  while (*records && (*records)->size() == 1 && (*records)->front().value("state", "") == moving) {
+    if (std::chrono::steady_clock::now() >= deadline) return Moved::kTimedOut;
+    pollfd none{-1, 0, 0};
+    poll(&none, 0, 10);
+    Result<Records> next = connection.request(coord::ShowRequest{id}, timeout_of(options));
+    if (!next && !still_registered(connection, options, id)) return Moved::kExited;
+    *records = std::move(next);
+  }
+  return *records ? Moved::kDone : Moved::kError;
+}
+
+// Issue 11: sends a suspend or resume, then waits while the job is `moving`
+// (suspending, resuming) unless --no-wait: the job's interposer moves the
+// memory at the link's speed, so how long this takes depends on how much it
+// holds. A job that exits meanwhile: a suspend failed, a resume finished.
+int move_and_wait(const CtlOptions& options, const coord::Request& request,
+                  const std::string& moving) {
+  if (!check_timeout(options)) return exit_status::kUsage;
+  Result<std::chrono::nanoseconds> wait = parse_duration(options.wait_timeout);
+  if (!wait) {
+    diag::error("--wait-timeout: " + wait.error().message);
+    diag::usage_hint();
+    return exit_status::kUsage;
+  }
+  Result<coord::CtlConnection> connection = connect(options);
+  if (!connection) {
+    diag::error(connection.error().message);
+    return exit_status::kFailure;
+  }
+  Result<Records> records = connection->request(request, timeout_of(options));
+  auto deadline = std::chrono::steady_clock::now() + *wait;
+  // The job's id, so that polling follows this job even if names change.
+  std::string id =
+      records && records->size() == 1 ? records->front().value("id", ordered_json(0)).dump() : "";
+  Moved moved = options.no_wait || !records
+                    ? (records ? Moved::kDone : Moved::kError)
+                    : poll_until_moved(*connection, options, id, moving, deadline, &records);
+  switch (moved) {
+    case Moved::kError:
+      diag::error(records.error().message);
+      return exit_status::kFailure;
+    case Moved::kExited:
+      if (moving == "resuming") return exit_status::kSuccess;  // it ran on and finished
+      diag::error("job " + id + " exited while " + moving);
+      return exit_status::kFailure;
+    case Moved::kTimedOut:
+      print(*records, options.format, Shape::kJobs);
+      diag::error("job " + id + " is still " + moving + " after --wait-timeout " +
+                  options.wait_timeout);
+      return exit_status::kFailure;
+    case Moved::kDone:
+      break;
+  }
+  print(*records, options.format, Shape::kJobs);
+  if (records->size() == 1 && records->front().contains("suspend_refused") &&
+      moving == "suspending" && records->front().value("state", "") != "suspended") {
+    diag::error("job " + id + " refused to suspend: it holds " +
+                records->front().value("suspend_refused", ""));
+    return exit_status::kFailure;
+  }
+  return exit_status::kSuccess;
+}
+
+}  // namespace
+
+int suspend(const CtlOptions& options) {
+  return move_and_wait(options, coord::SuspendRequest{options.job}, "suspending");
+}
+
+int resume(const CtlOptions& options) {
+  return move_and_wait(options, coord::PauseRequest{options.job, false}, "resuming");
+}
+
 int watch(const CtlOptions& options) {
   Result<std::chrono::nanoseconds> interval = parse_duration(options.interval);
   if (!interval || interval->count() == 0) {

@@ -185,6 +185,15 @@ bool AllocationTable::set_on_host(std::uint64_t key, bool on_host, AllocationRec
   return true;
 }
 
+bool AllocationTable::replace(std::uint64_t key, const AllocationRecord& record) {
+  Lock lock(&mutex_);
+  if (capacity_ == 0 || key == 0) return false;
+  Slot& slot = slots_[index_of(key)];
+  if (slot.key == 0) return false;
+  slot.record = record;
+  return true;
+}
+
 bool AllocationTable::erase(std::uint64_t key, AllocationRecord* record) {
   Lock lock(&mutex_);
   if (capacity_ == 0 || key == 0) return false;

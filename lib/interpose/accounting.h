@@ -90,6 +90,10 @@ struct AllocationRecord {
   std::uint32_t mappings = 0;    ///< a VMM handle: its live mappings
   std::uint8_t spillable = 0;    ///< managed memory standing in for device memory (spill.h)
   std::uint8_t on_host = 0;      ///< spillable and moved to the host by spill.cc
+  /// Backed by the VMM API so that a suspend can release it (vmm_backing.h);
+  /// `link` is its physical handle, or its host copy while suspended.
+  std::uint8_t vmm_backed = 0;
+  std::uint8_t suspended = 0;  ///< moved to the host by a suspend (suspend.h)
 };
 
 class AllocationTable {
@@ -111,6 +115,8 @@ class AllocationTable {
   /// Sets key's on_host flag and copies the record as it was before; false
   /// when key is unknown (freed meanwhile: nothing changes).
   bool set_on_host(std::uint64_t key, bool on_host, AllocationRecord* before);
+  /// Replaces key's record; false when key is unknown (freed meanwhile).
+  bool replace(std::uint64_t key, const AllocationRecord& record);
   /// Sets the link of every record linked to `from` to `to`; returns the
   /// sum of their bytes.
   std::uint64_t relink(std::uint64_t from, std::uint64_t to);

@@ -22,6 +22,8 @@
 #include "interpose/log.h"
 #include "interpose/pools.h"
 #include "interpose/spill.h"
+#include "interpose/suspend.h"
+#include "interpose/vmm_backing.h"
 
 using namespace gpushare::interpose;
 
@@ -103,11 +105,30 @@ std::uint64_t array_bytes(std::size_t width, std::size_t height, std::size_t dep
   return total;
 }
 
+// A plain allocation of a suspendable job (vmm_backing.h): `bytes` rounded
+// up to the granularity, charged so, and recorded with its handle.
+CUresult allocate_suspendable(const char* api, CUdeviceptr* dptr, std::uint64_t bytes, int device) {
+  std::uint64_t rounded = vmm_rounded(bytes, device), handle = 0;
+  if (rounded == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUresult result = charge_and_allocate(
+      api, device, rounded, true, g_runtime.allocations,
+      [&] { return allocate_vmm_backed(dptr, rounded, device, &handle); },
+      [&] { return static_cast<std::uint64_t>(*dptr); });
+  AllocationRecord record;
+  if (result == CUDA_SUCCESS && g_runtime.allocations.find(*dptr, &record)) {
+    record.vmm_backed = 1;
+    record.link = handle;
+    g_runtime.allocations.replace(*dptr, record);
+  }
+  return result;
+}
+
 }  // namespace
 
 CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   GS_REAL(cuMemAlloc_v2);
   if (disabled()) return real(dptr, bytesize);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   if (int device = current_device();
       valid_device(device) && dptr != nullptr && bytesize > 0 && managed_backing()) {
     bool on_host = false;
@@ -115,6 +136,10 @@ CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
         "cuMemAlloc_v2", device, bytesize, true, g_runtime.allocations,
         [&] { return allocate_managed_backed(dptr, bytesize, device, &on_host); },
         [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
+  }
+  if (int device = current_device();
+      valid_device(device) && dptr != nullptr && bytesize > 0 && vmm_backing()) {
+    return allocate_suspendable("cuMemAlloc_v2", dptr, bytesize, device);
   }
   return charge_and_allocate(
       "cuMemAlloc_v2", current_device(), bytesize, true, g_runtime.allocations,
@@ -124,6 +149,7 @@ CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 CUresult gs_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   GS_REAL(cuMemAllocManaged);
   if (disabled()) return real(dptr, bytesize, flags);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   return charge_and_allocate(
       "cuMemAllocManaged", current_device(), bytesize, true, g_runtime.allocations,
       [&] { return real(dptr, bytesize, flags); },
@@ -134,6 +160,7 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
                                unsigned int element_size) {
   GS_REAL(cuMemAllocPitch_v2);
   if (disabled()) return real(dptr, pitch, width, height, element_size);
+  hold_while_suspended();  // issue 11: no new device memory while suspended
   int device = current_device();
   if (valid_device(device) && dptr != nullptr && pitch != nullptr && width > 0 && height > 0 &&
       (element_size == 4 || element_size == 8 || element_size == 16) && managed_backing()) {
@@ -146,6 +173,15 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
         g_runtime.allocations,
         [&] { return allocate_managed_backed(dptr, chosen * height, device, &on_host); },
         [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
+    if (result == CUDA_SUCCESS) *pitch = chosen;
+    return result;
+  }
+  if (valid_device(device) && dptr != nullptr && pitch != nullptr && width > 0 && height > 0 &&
+      (element_size == 4 || element_size == 8 || element_size == 16) && vmm_backing()) {
+    // As for managed memory: the width rounded up to 512 bytes.
+    std::size_t chosen = (width + 511) & ~static_cast<std::size_t>(511);
+    CUresult result = allocate_suspendable("cuMemAllocPitch_v2", dptr,
+                                           static_cast<std::uint64_t>(chosen) * height, device);
     if (result == CUDA_SUCCESS) *pitch = chosen;
     return result;
   }
@@ -181,6 +217,7 @@ CUresult gs_cuMemFree_v2(CUdeviceptr dptr) {
     pool_after_free(dptr, record, result == CUDA_SUCCESS);
     return result;
   }
+  if (CUresult result; free_vmm_backed(dptr, &result)) return result;
   return free_charged(dptr, [&] { return real(dptr); });
 }
 

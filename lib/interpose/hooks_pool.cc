@@ -405,3 +405,20 @@ CUresult gs_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   }
   return result;
 }
+
+namespace gpushare::interpose {
+
+// Issue 11, suspend (suspend.h): pool memory stays on the device, so a job
+// whose pools hold any cannot be suspended.
+bool pools_hold_memory() {
+  if (g_pool_allocations.size() != 0) return true;
+  std::uint64_t keys[256];
+  std::size_t count = g_pools.keys(keys, 256);
+  for (std::size_t i = 0; i < count; ++i) {
+    AllocationRecord record;
+    if (g_pools.find(keys[i], &record) && record.bytes != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace gpushare::interpose

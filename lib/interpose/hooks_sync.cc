@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "interpose/hooks.h"
+#include "interpose/suspend.h"
 #include "interpose/throttle.h"
 
 using namespace gpushare::interpose;
@@ -66,10 +67,12 @@ CUresult gs_cuEventSynchronize(CUevent event) {
 
 CUresult gs_cuMemcpyDtoH_v2(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2);
+  hold_while_suspended();  // issue 11 (suspend.h)
   return observed(real(host, device, bytes));
 }
 
 CUresult gs_cuMemcpyDtoH_v2_ptds(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2_ptds);
+  hold_while_suspended();  // issue 11 (suspend.h)
   return observed(real(host, device, bytes));
 }

@@ -19,6 +19,7 @@
 
 #include "interpose/hooks.h"
 #include "interpose/log.h"
+#include "interpose/vmm_backing.h"
 
 using namespace gpushare::interpose;
 
@@ -55,7 +56,23 @@ void adjust_handle(std::uint64_t handle, int references, int mappings) {
            record.device);
 }
 
+std::atomic<bool> g_ipc_exported{false};
+
 }  // namespace
+
+namespace gpushare::interpose {
+std::size_t program_vmm_mappings() { return g_handles.size() + g_mappings.size(); }
+bool ipc_exported() { return g_ipc_exported.load(std::memory_order_relaxed); }
+}  // namespace gpushare::interpose
+
+// Exported memory is mapped by another process: a suspend cannot move it
+// (suspend.h), so the job remembers that it exported any.
+CUresult gs_cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr pointer) {
+  GS_REAL(cuIpcGetMemHandle);
+  CUresult result = real(handle, pointer);
+  if (result == CUDA_SUCCESS) g_ipc_exported.store(true, std::memory_order_relaxed);
+  return result;
+}
 
 CUresult gs_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                         const CUmemAllocationProp* prop, unsigned long long flags) {

@@ -13,9 +13,11 @@
 #include "interpose/nvml.h"
 #include "interpose/real_dlsym.h"
 #include "interpose/spill.h"
+#include "interpose/suspend.h"
 #include "interpose/throttle.h"
 #include "interpose/tree.h"
 #include "vocab/uuid.h"
+#include "interpose/vmm_backing.h"
 
 namespace gpushare::interpose {
 
@@ -73,7 +75,8 @@ void start_coordinator_client(int count) {
     job.devices[index].start_limit_bytes = device.start_limit_bytes;
   }
   g_counters.launches_total = &launches_total;
-  g_counters.memory_tick = &spill_tick;
+  g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
+  g_counters.before_retire = &suspend_before_retire;
   coord::client_start(job, &g_counters);
 }
 
@@ -123,6 +126,7 @@ void load_driver() {
       reinterpret_cast<PFN_cuMemPrefetchAsync_v8000>(real_dlsym(rt.libcuda, "cuMemPrefetchAsync"));
   real.real_cuCtxSetCurrent =
       reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(real_dlsym(rt.libcuda, "cuCtxSetCurrent"));
+  resolve_suspend_entries(rt.libcuda, &real);
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
   rt.driver_loaded.store(true, std::memory_order_release);
@@ -281,6 +285,7 @@ void release_record(const AllocationRecord& record) {
 
 void release_context_allocations(std::uint64_t context) {
   if (context == 0) return;
+  vmm_release_context(context);  // VMM memory outlives its context (vmm_backing.h)
   g_runtime.allocations.erase_context(context, &release_record);
   g_runtime.handles.erase_context(context, &release_record);
 }

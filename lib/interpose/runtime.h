@@ -48,6 +48,11 @@ struct RealDriver {
   PFN_cuMemAdvise_v8000 real_cuMemAdvise = nullptr;
   PFN_cuMemPrefetchAsync_v8000 real_cuMemPrefetchAsync = nullptr;
   PFN_cuCtxSetCurrent_v4000 real_cuCtxSetCurrent = nullptr;
+  // Suspend and resume (vmm_backing.cc, suspend.cc).
+  PFN_cuMemGetAllocationGranularity_v10020 real_cuMemGetAllocationGranularity = nullptr;
+  PFN_cuMemAddressReserve_v10020 real_cuMemAddressReserve = nullptr;
+  PFN_cuMemAddressFree_v10020 real_cuMemAddressFree = nullptr;
+  PFN_cuMemSetAccess_v10020 real_cuMemSetAccess = nullptr;
 };
 
 struct Device {

@@ -58,6 +58,16 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
+  if (const char* value = getenv(env::kSuspendable); value != nullptr && *value != '\0') {
+    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
+      settings->suspendable = std::strcmp(value, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_SUSPENDABLE '%s': expected on or off", value);
+      return;
+    }
+  }
+
   if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
     std::string_view unit;
     SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);

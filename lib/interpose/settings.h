@@ -18,6 +18,10 @@ struct Settings {
   /// GPUSHARE_SPILL=off: an opportunistic job's allocations stay device
   /// memory (a hard wall, as before issue 11); on (the default): managed.
   bool spill = true;
+  /// GPUSHARE_SUSPENDABLE=on (gpushare-run --suspendable): plain device
+  /// allocations are backed by the VMM API so that `gpushare-ctl suspend`
+  /// can free them (vmm_backing.h); off (the default): ordinary memory.
+  bool suspendable = false;
   bool has_mem_limit = false;
   SizeSpec mem_limit;  ///< resolved per device: a percentage needs its capacity
   /// GPUSHARE_COMPUTE: a static cap on the share of GPU time; kNoLimit: none.
@@ -36,9 +40,10 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads the job's environment (vocab/env.h) once: GPUSHARE_DISABLE, _LOG,
-/// _QOS, _MEM_LIMIT, _SPILL, _COMPUTE, _JOB, _TREE, _SOCKET and _DEBUG.
-/// Nothing else in the job reads them (tree.cc's constructor writes
-/// GPUSHARE_TREE, before this runs, when the job's first process has none). Never fails: errors land in `error`.
+/// _QOS, _MEM_LIMIT, _SPILL, _SUSPENDABLE, _COMPUTE, _JOB, _TREE, _SOCKET and
+/// _DEBUG. Nothing else in the job reads them (tree.cc's constructor writes
+/// GPUSHARE_TREE, before this runs, when the job's first process has none).
+/// Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
 
 /// The job's limit on a device of `physical_total` bytes, or kNoLimit.

@@ -86,6 +86,7 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   if (!paths.auditor.empty()) set("LD_AUDIT", prepend_path(paths.auditor, getenv("LD_AUDIT")));
   if (request.sim) set("LD_LIBRARY_PATH", prepend_path(paths.sim_dir, getenv("LD_LIBRARY_PATH")));
   set(env::kQos, qos_name(request.qos));
+  if (request.suspendable) set(env::kSuspendable, "on");
 
   if (request.mem_limit && *request.mem_limit != "none") {
     // Percentages are resolved by the interposer, which knows the device;

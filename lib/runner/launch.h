@@ -22,6 +22,9 @@ struct RunRequest {
   std::optional<std::string> log_level;
   std::optional<std::string> compute;  ///< -p compute=N%: a cap on the share of GPU time
   bool sim = false;
+  /// --suspendable: plain device memory backed so that `gpushare-ctl
+  /// suspend` can free it (GPUSHARE_SUSPENDABLE=on; issue 11).
+  bool suspendable = false;
   std::vector<std::string> properties;  ///< KEY=VALUE, applied after the named options
   std::vector<std::string> command;
 };

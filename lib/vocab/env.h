@@ -13,6 +13,7 @@ inline constexpr const char* kJob = "GPUSHARE_JOB";             ///< the job's n
 inline constexpr const char* kSocket = "GPUSHARE_SOCKET";       ///< the coordinator's socket
 inline constexpr const char* kTree = "GPUSHARE_TREE";           ///< the job's shared tree file
 inline constexpr const char* kSpill = "GPUSHARE_SPILL";         ///< on | off
+inline constexpr const char* kSuspendable = "GPUSHARE_SUSPENDABLE";  ///< on | off (VMM backing)
 inline constexpr const char* kLog = "GPUSHARE_LOG";             ///< error | warning | info | debug
 inline constexpr const char* kDebug = "GPUSHARE_DEBUG";         ///< non-empty: log the client too
 inline constexpr const char* kDisable = "GPUSHARE_DISABLE";     ///< 1: pass everything through

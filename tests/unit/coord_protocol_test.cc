@@ -159,9 +159,14 @@ TEST_CASE("every request survives encode then parse", "[coord][protocol]") {
   set.job = "7";
   set.mem_limit = "none";
   set.name = "renamed";
-  std::vector<Request> requests = {
-      registration, ListRequest{},           NodeRequest{},           ShowRequest{"x"},
-      set,          PauseRequest{"y", true}, PauseRequest{"y", false}};
+  std::vector<Request> requests = {registration,
+                                   ListRequest{},
+                                   NodeRequest{},
+                                   ShowRequest{"x"},
+                                   set,
+                                   PauseRequest{"y", true},
+                                   PauseRequest{"y", false},
+                                   SuspendRequest{"z"}};
   for (const Request& request : requests) {
     std::string line = encode_request(request);
     REQUIRE(line.back() == '\n');

@@ -286,3 +286,75 @@ TEST_CASE("a new connection's first passed descriptor is kept and the rest close
   close(pair[0]);
   close(pair[1]);
 }
+
+TEST_CASE("a suspend asks every process of the job and ends when all are back",
+          "[coord][registry][tree][suspend]") {
+  Registry registry({});
+  Process* first = *registry.add(request("train"), peer(100, kAlice), tree(7));
+  Process* second = *registry.add(request("train"), peer(101, kAlice), tree(7));
+  auto telemetry = [](Process* p) -> TelemetryPage& {
+    return const_cast<TelemetryPage&>(p->block->telemetry());
+  };
+  std::string reason;
+  REQUIRE(registry.suspend(SuspendRequest{"train"}, peer(1, kAlice), kNow, &reason).ok());
+  for (Process* p : {first, second}) {
+    CHECK(p->block->paused());
+    CHECK(p->block->suspend_requested());
+  }
+  // One process done, the other still moving: the job is suspending.
+  telemetry(first).suspend_state = kSuspendSuspended;
+  telemetry(first).suspended_bytes[0] = 1 * GiB;
+  telemetry(second).suspend_state = kSuspendSuspending;
+  CHECK(registry.show("train", kNow, &reason)->state == "suspending");
+  telemetry(second).suspend_state = kSuspendSuspended;
+  telemetry(second).suspended_bytes[0] = 2 * GiB;
+  auto shown = registry.show("train", kNow, &reason);
+  CHECK(shown->state == "suspended");
+  CHECK(shown->devices[0].suspended_bytes == 3 * GiB);
+
+  // Resume: the request leaves both; the job runs once both are back.
+  PauseRequest resume;
+  resume.job = "train";
+  resume.pause = false;
+  REQUIRE(registry.pause(resume, peer(1, kAlice), kNow, &reason).ok());
+  for (Process* p : {first, second}) CHECK_FALSE(p->block->suspend_requested());
+  std::vector<std::string> notes;
+  auto note = [&](const std::string& line) { notes.push_back(line); };
+  telemetry(first).suspend_state = kSuspendRunning;
+  telemetry(second).suspend_state = kSuspendResuming;
+  registry.suspend_tick(note);
+  CHECK(first->block->paused());  // held until the whole job is back
+  CHECK(registry.show("train", kNow, &reason)->state == "resuming");
+  telemetry(second).suspend_state = kSuspendRunning;
+  registry.suspend_tick(note);
+  CHECK_FALSE(first->block->paused());
+  CHECK_FALSE(second->block->paused());
+  CHECK(notes == std::vector<std::string>{"job 1 'train' resumed"});
+}
+
+TEST_CASE("one process refusing a suspend withdraws it from all and brings the rest back",
+          "[coord][registry][tree][suspend]") {
+  Registry registry({});
+  Process* first = *registry.add(request("train"), peer(100, kAlice), tree(7));
+  Process* second = *registry.add(request("train"), peer(101, kAlice), tree(7));
+  auto telemetry = [](Process* p) -> TelemetryPage& {
+    return const_cast<TelemetryPage&>(p->block->telemetry());
+  };
+  std::string reason;
+  REQUIRE(registry.suspend(SuspendRequest{"train"}, peer(1, kAlice), kNow, &reason).ok());
+  telemetry(first).suspend_state = kSuspendSuspended;  // moved its memory
+  telemetry(second).suspend_blockers = kBlocksArrays;  // an array made after the check
+  telemetry(second).suspend_state = kSuspendRefused;
+  std::vector<std::string> notes;
+  auto note = [&](const std::string& line) { notes.push_back(line); };
+  registry.suspend_tick(note);
+  for (Process* p : {first, second}) CHECK_FALSE(p->block->suspend_requested());
+  CHECK(first->block->paused());  // its memory is still on the host
+  telemetry(first).suspend_state = kSuspendRunning;
+  telemetry(second).suspend_state = kSuspendRunning;
+  registry.suspend_tick(note);
+  CHECK_FALSE(first->block->paused());
+  CHECK_FALSE(second->block->paused());
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0] == "suspend of job 1 'train' refused by the job: CUDA arrays");
+}

@@ -89,3 +89,11 @@ TEST_CASE("GPUSHARE_SPILL turns managed backing of opportunistic memory on and o
   Settings bad = settings_from({{"GPUSHARE_SPILL", "maybe"}});
   CHECK(std::string(bad.error) == "invalid GPUSHARE_SPILL 'maybe': expected on or off");
 }
+
+TEST_CASE("GPUSHARE_SUSPENDABLE turns VMM backing of plain memory on and off", "[interpose]") {
+  CHECK_FALSE(settings_from({}).suspendable);
+  CHECK(settings_from({{"GPUSHARE_SUSPENDABLE", "on"}}).suspendable);
+  CHECK_FALSE(settings_from({{"GPUSHARE_SUSPENDABLE", "off"}}).suspendable);
+  Settings bad = settings_from({{"GPUSHARE_SUSPENDABLE", "yes"}});
+  CHECK(std::string(bad.error) == "invalid GPUSHARE_SUSPENDABLE 'yes': expected on or off");
+}

@@ -82,6 +82,19 @@
 // instead of at the end of its 2 s wait. A verdict names one wait: the next
 // wait has a new number.
 //
+// Suspend and resume (layout version 4), issue 11 section 3.
+//   suspend_request (limits page, at the end)  1: the coordinator asks the
+//       job to move all its device memory to the host (it has set `paused`
+//       first); 0: to bring it back. The job's client thread does the work
+//       (lib/interpose/suspend.h) and reports in the telemetry page:
+//   suspend_state  kSuspendRunning, kSuspendSuspending, kSuspendSuspended,
+//       kSuspendResuming, or kSuspendRefused (the job found memory it cannot
+//       move after the request: nothing was moved, it stays running).
+//   suspend_blockers  a bitmask (kBlocks*) of what the job holds that a
+//       suspend cannot move, kept current every tick, so that a request is
+//       refused before anything changes.
+//   suspended_bytes  per device, the bytes the suspend moved to the host.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -104,6 +117,19 @@ inline constexpr std::size_t kControlPageBytes = 4096;
 
 // LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
 // from there too.
+
+/// Values of TelemetryPage::suspend_state (layout 4).
+inline constexpr std::uint64_t kSuspendRunning = 0;
+inline constexpr std::uint64_t kSuspendSuspending = 1;
+inline constexpr std::uint64_t kSuspendSuspended = 2;
+inline constexpr std::uint64_t kSuspendResuming = 3;
+inline constexpr std::uint64_t kSuspendRefused = 4;
+/// Bits of TelemetryPage::suspend_blockers: what a suspend cannot move.
+inline constexpr std::uint64_t kBlocksArrays = 1;      ///< CUDA arrays (no VMM or managed form)
+inline constexpr std::uint64_t kBlocksIpc = 2;         ///< memory exported by cuIpcGetMemHandle
+inline constexpr std::uint64_t kBlocksProgramVmm = 4;  ///< the program's own VMM mappings
+inline constexpr std::uint64_t kBlocksPlain = 8;       ///< device memory not allocated suspendable
+inline constexpr std::uint64_t kBlocksPools = 16;      ///< stream-ordered (pool) memory
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {
@@ -128,6 +154,7 @@ struct LimitsPage {
   DeviceLimits devices[kMaxDevices];
   std::atomic<std::uint64_t> device_resident_target[kMaxDevices];  ///< layout 3
   std::atomic<std::uint64_t> mem_refused_seq[kMaxDevices];         ///< layout 4
+  std::atomic<std::uint64_t> suspend_request;  ///< layout 4: 1 suspend, 0 run
 };
 
 /// Per-device usage, written by the job.
@@ -153,6 +180,9 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];    ///< layout 3
   std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];      ///< layout 3
   std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];        ///< layout 4
+  std::atomic<std::uint64_t> suspend_state;                       ///< layout 4: kSuspend*
+  std::atomic<std::uint64_t> suspend_blockers;                    ///< layout 4: kBlocks*
+  std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

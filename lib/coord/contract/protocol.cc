@@ -252,10 +252,11 @@ Result<Request> parse_request(std::string_view line) {
   if (*kind == "list") return Request(ListRequest{});
   if (*kind == "node") return Request(NodeRequest{});
   if (*kind == "set") return parse_set(fields);
-  if (*kind == "show" || *kind == "pause" || *kind == "resume") {
+  if (*kind == "show" || *kind == "pause" || *kind == "resume" || *kind == "suspend") {
     Result<std::string> job = parse_selector(fields);
     if (!job) return job.error();
     if (*kind == "show") return Request(ShowRequest{*job});
+    if (*kind == "suspend") return Request(SuspendRequest{*job});
     return Request(PauseRequest{*job, *kind == "pause"});
   }
   return make_error("unknown message kind '" + *kind + "'");
@@ -297,6 +298,9 @@ std::string encode_request(const Request& request) {
   } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
     kind = pause->pause ? "pause" : "resume";
     fields["job"] = pause->job;
+  } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
+    kind = "suspend";
+    fields["job"] = suspend->job;
   }
   return to_json_line(kind, kProtocolVersion, fields) + "\n";
 }
@@ -399,6 +403,17 @@ ordered_json job_record(const JobView& job) {
     record["mem_device_resident_bytes"] = on_device;
     record["mem_host_resident_bytes"] = on_host;
   }
+  {  // issue 11 section 3: only for a job a suspend has touched
+    std::uint64_t suspended = 0;
+    for (const JobDeviceView& d : job.devices)
+      suspended = saturating_add(suspended, d.suspended_bytes);
+    if (suspended != 0 || job.state == "suspending" || job.state == "suspended" ||
+        job.state == "resuming") {
+      record["mem_suspended_bytes"] = suspended;
+    }
+  }
+  if (!job.suspend_refused.empty()) record["suspend_refused"] = job.suspend_refused;
+  if (!job.note.empty()) record["note"] = job.note;
   if (job.violation) {
     record["violation"] = {{"device", job.violation->device},
                            {"observed_bytes", job.violation->observed_bytes},

@@ -4,7 +4,7 @@
 //
 //   job -> coordinator        register                    (first and only message)
 //   coordinator -> job        registered + 2 memfds, or error
-//   ctl -> coordinator        list | show | node | set | pause | resume   (any number)
+//   ctl -> coordinator        list | show | node | set | pause | resume | suspend (any number)
 //   coordinator -> ctl        records (an array of output records), or error
 //
 // This file holds the typed messages and their encoding; parsing is strict
@@ -70,8 +70,14 @@ struct PauseRequest {
   bool pause = true;  ///< false: resume
 };
 
-using Request =
-    std::variant<RegisterRequest, ListRequest, NodeRequest, ShowRequest, SetRequest, PauseRequest>;
+/// Issue 11: move the job's device memory to the host (its reverse is
+/// PauseRequest with pause false, "resume").
+struct SuspendRequest {
+  std::string job;
+};
+
+using Request = std::variant<RegisterRequest, ListRequest, NodeRequest, ShowRequest, SetRequest,
+                             PauseRequest, SuspendRequest>;
 
 /// Parses one message line (without its newline). Errors name the field.
 Result<Request> parse_request(std::string_view line);
@@ -93,6 +99,9 @@ struct JobDeviceView {
   std::uint64_t device_resident_bytes = 0;
   std::uint64_t host_resident_bytes = 0;
   std::uint64_t device_resident_target = kNoLimit;
+  /// Plain (VMM-backed) bytes a suspend copied to the host; also counted in
+  /// host_resident_bytes.
+  std::uint64_t suspended_bytes = 0;
 };
 /// A job that holds more than its limit, as the coordinator sees it from
 /// outside the job (enforcement.h).
@@ -109,7 +118,8 @@ struct JobView {
   std::vector<std::int64_t> pids;  ///< all its registered processes (issue 18, item 5)
   std::uint32_t uid = 0;
   std::uint32_t qos = kQosProduction;
-  std::string state;  ///< running | paused | stale
+  /// running | paused | stale | suspending | suspended | resuming
+  std::string state;
   std::uint64_t launches = 0;
   std::uint64_t iterations = 0;
   /// The compute controller's view (first device): measured and estimated
@@ -127,6 +137,10 @@ struct JobView {
   std::string compute_phase;                 ///< the device's controller phase
   std::vector<JobDeviceView> devices;
   std::optional<ViolationView> violation;  ///< only while the job is a violator
+  /// Why the job's last suspend was refused by the job itself (empty: none).
+  std::string suspend_refused;
+  /// A request that changed nothing says so ("already suspended").
+  std::string note;
 };
 
 /// One device as the node report shows it, with totals per class.

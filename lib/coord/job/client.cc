@@ -408,8 +408,14 @@ void copy_telemetry(TelemetryPage* page) {
                                          std::memory_order_relaxed);
       page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
                                        std::memory_order_relaxed);
+      page->suspended_bytes[i].store(c->suspended_bytes[i].load(std::memory_order_relaxed),
+                                     std::memory_order_relaxed);
       page->mem_request_seq[i].store(request_seq, std::memory_order_release);
     }
+    page->suspend_state.store(c->suspend_state.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+    page->suspend_blockers.store(c->suspend_blockers.load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
     std::uint64_t launches = c->launches_total != nullptr
                                  ? c->launches_total()
                                  : c->launches.load(std::memory_order_relaxed);
@@ -445,6 +451,12 @@ void publish(const Registration& registration) {
 // paused on the old page: no coordinator is left to resume them.
 void retire(bool close_socket) {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
+  // A suspended job's launches stay held on the old page until its memory
+  // is back (the suspend module's hook; this thread does both).
+  if (page != nullptr && g_config.counters != nullptr &&
+      g_config.counters->before_retire != nullptr) {
+    g_config.counters->before_retire();
+  }
   if (page != nullptr) {
     keep_page_limits(page);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
@@ -687,6 +699,11 @@ std::uint64_t mem_refused_seq(int device) {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page == nullptr || device >= static_cast<int>(page->device_count)) return 0;
   return page->mem_refused_seq[device].load(std::memory_order_acquire);
+}
+
+bool suspend_requested() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  return page != nullptr && page->suspend_request.load(std::memory_order_acquire) != 0;
 }
 
 bool paused() {

@@ -94,6 +94,16 @@ struct LocalCounters {
   /// before the counters are copied: the interposer moves memory toward its
   /// device-resident targets there (spill.cc).
   void (*memory_tick)();
+  /// Suspend and resume (layout 4; lib/interpose/suspend.h): the state
+  /// (kSuspend*), what a suspend cannot move (kBlocks*), and the bytes a
+  /// suspend moved to the host per device.
+  std::atomic<std::uint64_t> suspend_state;
+  std::atomic<std::uint64_t> suspend_blockers;
+  std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];
+  /// When set, called by the client thread when the coordinator goes away,
+  /// before launches paused on its page are woken: a suspended job brings
+  /// its memory back there (nobody is left to resume it).
+  void (*before_retire)();
 };
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the
@@ -129,6 +139,10 @@ std::uint64_t device_resident_target(int device);
 /// The wait the coordinator said no room is coming for (mem_request_seq's
 /// number; control_block.h), or 0 while unregistered.
 std::uint64_t mem_refused_seq(int device);
+
+/// Whether the coordinator asks the job to be suspended (layout 4); false
+/// while unregistered.
+bool suspend_requested();
 
 /// Whether kernel launches must wait. One pointer and one flag load.
 bool paused();

@@ -121,6 +121,15 @@ void ControlBlock::refuse_room(int device, std::uint64_t request_seq) {
   bump();
 }
 
+bool ControlBlock::suspend_requested() const {
+  return limits_->suspend_request.load(std::memory_order_relaxed) != 0;
+}
+
+void ControlBlock::set_suspend_requested(bool suspend) {
+  limits_->suspend_request.store(suspend ? 1 : 0, std::memory_order_release);
+  bump();
+}
+
 bool ControlBlock::paused() const { return limits_->paused.load(std::memory_order_relaxed) != 0; }
 
 void ControlBlock::set_paused(bool paused) {

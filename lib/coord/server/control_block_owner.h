@@ -57,6 +57,11 @@ class ControlBlock {
   /// on `device` will get no room (control_block.h, "No room coming").
   void refuse_room(int device, std::uint64_t request_seq);
 
+  /// Whether the job is asked to be suspended (layout 4); setting it bumps
+  /// the generation. The job's client thread does the work.
+  bool suspend_requested() const;
+  void set_suspend_requested(bool suspend);
+
   /// What the job last wrote. Values are the job's own claims: untrusted,
   /// shown as they are.
   const TelemetryPage& telemetry() const { return *telemetry_; }

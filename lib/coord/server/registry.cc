@@ -6,6 +6,7 @@
 #include "common/properties.h"
 #include "common/saturate.h"
 #include "common/units.h"
+#include "coord/server/suspend.h"
 
 namespace gpushare::coord {
 namespace {
@@ -61,6 +62,9 @@ void Registry::apply(const Job& job, Process& process) const {
   }
   if (process.block->qos() != job.qos) process.block->set_qos(job.qos);
   if (process.block->paused() != job.paused) process.block->set_paused(job.paused);
+  if (process.block->suspend_requested() != job.suspend_requested) {
+    process.block->set_suspend_requested(job.suspend_requested);
+  }
   if (process.compute_cap_ppm != job.compute_cap_ppm || job.compute_cap_ppm != kNoLimit) {
     process.compute_cap_ppm = job.compute_cap_ppm;
     apply_cap(process);
@@ -211,7 +215,9 @@ std::vector<Decision> Registry::decisions() const {
     d.pid = processes_.at(job.processes.front()).pid;
     d.name = job.name;
     d.qos = job.qos;
-    d.paused = job.paused;
+    // A suspend's pause is not restored: the job resumes itself when the
+    // coordinator goes away (lib/interpose/suspend.h).
+    d.paused = job.paused && !job.suspend_requested && !job.resuming;
     d.compute_cap_ppm = job.compute_cap_ppm;
     for (const JobDevice& device : job.devices) d.mem_limit_bytes.push_back(device.mem_limit_bytes);
     out.push_back(std::move(d));
@@ -326,6 +332,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     }
     view.devices.push_back(std::move(d));
   }
+  suspend_view(job, &view);  // issue 11: suspend state and suspended bytes
   return view;
 }
 
@@ -462,6 +469,20 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
   if (Status ok = may_act(caller, policy_, job.id, job.uid); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
   }
+  if (!request.pause) {  // issue 11: resume undoes a suspend too (suspend.cc)
+    if (std::string note = resume_note(job); !note.empty()) {
+      JobView unchanged = view(job, now_ns);
+      unchanged.note = note;
+      return unchanged;
+    }
+    if (job.suspend_requested) {
+      job.resuming = true;
+      job.suspend_requested = false;  // suspend_tick lets it run once back
+      for (std::uint64_t key : job.processes) apply(job, processes_.at(key));
+      return view(job, now_ns);
+    }
+  }
+  if (request.pause) job.resuming = false;  // stays paused once its memory is back
   set_paused(job.id, request.pause);
   return view(job, now_ns);
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,8 @@ inline constexpr const char* kReasonAmbiguous = "ambiguous-job";
 inline constexpr const char* kReasonDenied = "permission-denied";
 inline constexpr const char* kReasonInvalid = "invalid-value";
 inline constexpr const char* kReasonInternal = "internal";
+/// Issue 11: the job holds memory a suspend cannot move.
+inline constexpr const char* kReasonNotSuspendable = "not-suspendable";
 
 /// What the coordinator decided for a job, kept in its state file so that a
 /// restarted coordinator restores it when the job registers again.
@@ -85,6 +88,9 @@ struct Job {
   std::vector<JobDevice> devices;            ///< in the order first registered
   std::vector<std::uint64_t> processes;      ///< process keys, in registration order
   TreeProof tree;                            ///< invalid: a job of one process
+  bool suspend_requested = false;  ///< issue 11: asked of every process (suspend.cc)
+  std::string suspend_refused;     ///< issue 11: why the job refused its last suspend
+  bool resuming = false;           ///< issue 11: launches held until the job is back
 };
 
 class Registry {
@@ -116,8 +122,19 @@ class Registry {
                       std::string* reason);
   Result<JobView> pause(const PauseRequest& request, const Caller& caller, std::uint64_t now_ns,
                         std::string* reason);
+  /// Issue 11 (server/suspend.cc): asks the job to move its device memory
+  /// to the host; refused when it holds memory that cannot move.
+  Result<JobView> suspend(const SuspendRequest& request, const Caller& caller,
+                          std::uint64_t now_ns, std::string* reason);
 
   const Policy& policy() const { return policy_; }
+
+  /// Issue 11 (suspend.cc): fills the suspend state, suspended bytes and
+  /// refusal into a job's view; the note for a resume that changes
+  /// nothing (empty when it does); one tick of suspend bookkeeping.
+  void suspend_view(const Job& job, JobView* view) const;
+  std::string resume_note(const Job& job) const;
+  void suspend_tick(const std::function<void(const std::string&)>& note);
 
   /// Every registered process, for the compute and memory loops (which
   /// write their compute limits and residency targets, per process).

@@ -22,6 +22,7 @@
 #include "common/units.h"
 #include "coord/contract/protocol.h"
 #include "coord/server/compute_loop.h"
+#include "coord/server/suspend.h"
 #include "coord/server/decisions.h"
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
@@ -720,6 +721,9 @@ struct Server::Impl {
     } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
       result = registry.pause(*pause, c.peer, now, &reason);
       action = pause->pause ? "pause" : "resume";
+    } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
+      result = registry.suspend(*suspend, c.peer, now, &reason);  // issue 11 (suspend.h)
+      action = "suspend";
     }
     if (!result) {
       if (!action.empty()) {
@@ -780,6 +784,7 @@ Result<StopReason> Server::run() {
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
         memory_tick(s.registry);  // issue 11: opportunistic device residency
+        suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);

@@ -1,0 +1,78 @@
+// Suspend and resume on the job's side (issue 11, section 3; Gandiva).
+//
+// `gpushare-ctl suspend JOB` makes the coordinator hold the job's launches
+// (the limits page's `paused`) and set `suspend_request`. The job's client
+// thread sees the request on its next tick (every 10 ms) and:
+//   1. refuses at once, moving nothing, when the job holds memory that
+//      cannot leave the device (suspend_blockers: arrays, IPC-exported
+//      memory, the program's own VMM memory, stream-ordered pools, plain
+//      memory not allocated suspendable); the coordinator checks the same mask before it asks,
+//      so this only catches an allocation made in between;
+//   2. waits for the work already queued: cuCtxSynchronize on every context
+//      that owns an allocation (launches are held, so nothing new comes);
+//   3. moves every allocation to the host: managed-backed memory by advice
+//      (prefer the CPU) and a prefetch to CU_DEVICE_CPU; VMM-backed memory
+//      (vmm_backing.h) by a copy to host memory, then unmapping and
+//      releasing its physical memory, keeping the address range. A tick
+//      moves at most 250 ms worth (about 6 GiB at 25 GB/s), so telemetry
+//      shows the progress and the thread stays responsive; the next tick
+//      goes on. If a move fails, what moved comes back and the job reports
+//      kSuspendRefused.
+// With the request withdrawn (`resume`), the tick brings everything back to
+// the same addresses (advice and prefetch to the device; new physical
+// memory mapped at the reserved range and the copy written back), and
+// reports kSuspendRunning; the coordinator then lets launches go. Managed
+// memory comes back only as far as the job's device-resident target allows
+// (the rest stays on the host, as a spill leaves it, and spill.cc brings it
+// back later), so an opportunistic job never waits for production's room. A
+// resume that finds too little device memory for VMM-backed memory (another
+// job took it) leaves the job resuming, launches held, and tries again
+// every tick.
+//
+// The coordinator going away: launches are held on its page until its
+// memory is back; the client thread resumes the job before it wakes them
+// (suspend_before_retire), retrying until the memory fits. A suspend that
+// was under way when the coordinator died is undone the same way (the same
+// thread does both, so no move is in flight then). A restarted coordinator
+// finds the job running (a suspend's pause is not among the decisions it
+// restores). The job killed mid-suspend: its device memory goes with its
+// process (the driver frees a dead process's memory); its host copies are
+// its own anonymous memory.
+//
+// Copies are held too: the 1D copy entry points (cuMemcpy, HtoD, DtoH,
+// DtoD, each synchronous and asynchronous, every per-thread variant) wait
+// while the job is suspending, suspended or resuming, so a thread that
+// copies before its next launch (a training loop's input) waits instead of
+// touching unmapped memory. 2D and 3D copies, memsets and peer copies are
+// not held: one of them while suspended fails (the range is unmapped).
+// Allocations (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged) wait
+// too, so a suspended job takes no new device memory. The context's own
+// memory stays on the device.
+#pragma once
+
+#include <atomic>
+
+#include "coord/job/client.h"
+
+namespace gpushare::interpose {
+
+extern coord::LocalCounters g_counters;
+
+/// Waits (1 ms steps) while a suspend is under way or in force; returns at
+/// once otherwise (one relaxed load). Called by the held copy wrappers.
+void wait_while_suspended_slow();
+inline void hold_while_suspended() {
+  std::uint64_t state = g_counters.suspend_state.load(std::memory_order_relaxed);
+  if (__builtin_expect(state != coord::kSuspendRunning && state != coord::kSuspendRefused, 0)) {
+    wait_while_suspended_slow();
+  }
+}
+
+/// The client thread's tick: suspend or resume on request, else spill.
+void memory_tick();
+
+/// Called by the client thread when the coordinator goes away, before
+/// launches held on its page are woken: brings a suspended job back.
+void suspend_before_retire();
+
+}  // namespace gpushare::interpose
