@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "coord/job/client.h"
+#include "coord/job/yield.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
 #include "interpose/throttle_logic.h"
@@ -14,6 +15,8 @@ namespace gpushare::interpose {
 namespace {
 
 constexpr int kRing = 64;
+// The longest one yield wait lasts before the limits are read again.
+constexpr std::uint64_t kYieldWaitNs = 10'000'000;
 
 // One device's gate. The ring holds the tracked launches not yet seen to
 // finish: `count` slots from `head` on.
@@ -47,6 +50,7 @@ ThrottleLimits read_limits(int device) {
   limits.launch_window_ns = view.launch_window_ns;
   limits.max_queued = view.max_queued;
   limits.compute_cap_ppm = view.compute_cap_ppm;
+  limits.yield_mask = view.yield_mask;
   return limits;
 }
 
@@ -120,8 +124,13 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
     reap(gate, false);
     std::uint64_t now = now_ns();
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
-    if (decision.wait == ThrottleWait::kNone) break;
-    if (decision.wait == ThrottleWait::kOldest) {
+    if (decision.wait == ThrottleWait::kNone) {
+      const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask);
+      if (busy == nullptr) break;
+      pthread_mutex_unlock(&gate.mutex);
+      coord::yield_wait(busy, kYieldWaitNs);
+      pthread_mutex_lock(&gate.mutex);
+    } else if (decision.wait == ThrottleWait::kOldest) {
       if (gate.count == 0) break;  // nothing tracked to wait for
       reap(gate, true);
     } else {

@@ -39,9 +39,10 @@ struct ThrottleLimits {
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kThrottleNoLimit;
   std::uint64_t compute_cap_ppm = kThrottleNoLimit;
+  std::uint64_t yield_mask = 0;  ///< production jobs' yield slots to wait for (throttle.h)
   bool any() const {
     return launch_budget != kThrottleNoLimit || max_queued != kThrottleNoLimit ||
-           compute_cap_ppm != kThrottleNoLimit;
+           compute_cap_ppm != kThrottleNoLimit || yield_mask != 0;
   }
 };
 

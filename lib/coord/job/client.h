@@ -68,6 +68,9 @@ struct ComputeView {
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kNoLimit;
   std::uint64_t compute_cap_ppm = kNoLimit;
+  /// Yield slots to wait for (layout 4); 0 while unregistered: a
+  /// coordinator's yield is never kept without it.
+  std::uint64_t yield_mask = 0;
 };
 
 /// Counters owned and updated by the interposer on its hot paths
