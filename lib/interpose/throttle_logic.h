@@ -63,7 +63,8 @@ struct ThrottleDecision {
 };
 
 /// The queued-work bound in force: max_queued, tightened to kCapQueue
-/// under a compute cap; kThrottleNoLimit for none.
+/// under a compute cap and to 1 under a yield mask; kThrottleNoLimit for
+/// none.
 std::uint64_t queue_bound(const ThrottleLimits& limits);
 
 /// Refills the buckets to `now_ns` and says whether a launch may go now.

@@ -94,8 +94,7 @@ bool yield_map_own(int fd, std::uint64_t job_id, YieldPage** out) {
   // Our mapping is the last writable one: the coordinator passes the page
   // to other jobs only once it sees this seal.
   if (page->magic != kYieldMagic || page->layout_version != kLayoutVersion ||
-      page->job_id != job_id ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+      page->job_id != job_id || fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
     munmap(mapped, kControlPageBytes);
     return false;
   }

@@ -173,8 +173,9 @@ struct Server::Impl {
 
   Impl(ServerOptions o, Listener l)
       : options(std::move(o)), listener(std::move(l)), registry(options.policy) {
-    compute.set_yield_sender(
-        [this](std::uint64_t job_id, int slot, int fd) { return send_yield_page(job_id, slot, fd); });
+    compute.set_yield_sender([this](std::uint64_t job_id, int slot, int fd) {
+      return send_yield_page(job_id, slot, fd);
+    });
   }
 
   // Issue 10, the yield signal: a production job's yield page, sent to an
