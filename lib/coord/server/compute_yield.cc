@@ -35,13 +35,16 @@ void YieldPlanner::sample(std::uint64_t now_ns, const std::vector<YieldProducer>
                           const std::set<std::uint64_t>& registered) {
   std::set<std::uint64_t> producing;
   for (const YieldProducer& p : producers) {
+    if (p.sealed) producing.insert(p.id);
+  }
+  // A job that left, or is no longer production, gives its slot back
+  // before anyone takes one.
+  slots_.keep_only(producing);
+  for (const YieldProducer& p : producers) {
     if (!p.sealed) continue;
-    producing.insert(p.id);
     slots_.slot_of(p.id);
     holds_[p.id].sample(now_ns, p.busy, p.marks);
   }
-  // A job that left, or is no longer production, gives its slot back.
-  slots_.keep_only(producing);
   for (auto it = holds_.begin(); it != holds_.end();) {
     it = producing.count(it->first) ? std::next(it) : holds_.erase(it);
   }
