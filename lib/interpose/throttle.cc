@@ -125,7 +125,7 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
     std::uint64_t now = now_ns();
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
     if (decision.wait == ThrottleWait::kNone) {
-      const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask);
+      const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask, now);
       if (busy == nullptr) break;
       pthread_mutex_unlock(&gate.mutex);
       coord::yield_wait(busy, kYieldWaitNs);

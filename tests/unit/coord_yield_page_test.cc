@@ -124,12 +124,12 @@ TEST_CASE("a received page is followed by its slot and a waiter wakes at the cle
   send_with_fd(pair[0], "{\"kind\":\"other\",\"version\":1,\"slot\":2}\n", block->yield_fd());
   CHECK(yield_receive(pair[1]));
   CHECK(yield_receive(pair[1]));
-  CHECK(yield_busy_word(std::uint64_t{1} << 3) == nullptr);  // followed, not busy
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 1000) == nullptr);  // followed, not busy
   producer->busy.store(1);
-  const std::atomic<std::uint32_t>* word = yield_busy_word(std::uint64_t{1} << 3);
+  const std::atomic<std::uint32_t>* word = yield_busy_word(std::uint64_t{1} << 3, 1000);
   REQUIRE(word != nullptr);
-  CHECK(yield_busy_word(std::uint64_t{1} << 2) == nullptr);  // slot 2 was never sent
-  CHECK(yield_busy_word(0) == nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 2, 1000) == nullptr);  // slot 2 was never sent
+  CHECK(yield_busy_word(0, 1000) == nullptr);
 
   std::atomic<bool> woke{false};
   std::thread waiter([&] {
@@ -140,7 +140,16 @@ TEST_CASE("a received page is followed by its slot and a waiter wakes at the cle
   yield_clear_busy();  // the producer synchronised
   waiter.join();
   CHECK(woke);
-  CHECK(yield_busy_word(std::uint64_t{1} << 3) == nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 1000) == nullptr);
+  // A mark held with no new transition is ignored after kYieldHoldMaxNs.
+  producer->marks.fetch_add(1);
+  producer->busy.store(1);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000) != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000 + kYieldHoldMaxNs - 1) != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000 + kYieldHoldMaxNs) == nullptr);
+  producer->marks.fetch_add(1);  // set again: followed again
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 3000 + kYieldHoldMaxNs) != nullptr);
+  producer->busy.store(0);
   yield_publish_own(nullptr);
   close(pair[0]);
   CHECK_FALSE(yield_receive(pair[1]));  // the coordinator went away

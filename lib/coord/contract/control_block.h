@@ -119,6 +119,9 @@ inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-e
 inline constexpr std::uint32_t kLayoutVersion = 4;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
+/// A mark held this long with no new 0 -> 1 transition is ignored, by the
+/// coordinator and by the follower itself (which may have no coordinator).
+inline constexpr std::uint64_t kYieldHoldMaxNs = 1'000'000'000;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 /// Values of LimitsPage::qos.

@@ -89,6 +89,7 @@ struct State {
   std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
   std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
   std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_yield_mask[kMaxDevices];
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
@@ -155,6 +156,7 @@ void set_fallback_compute(int device, const ComputeView& c) {
   g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
   g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
   g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
+  g_state.fallback_yield_mask[device].store(c.yield_mask, std::memory_order_relaxed);
 }
 
 void page_compute(const LimitsPage* page, int device, ComputeView* out) {
@@ -427,7 +429,8 @@ void retire(bool close_socket) {
     g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
-  yield_publish_own(nullptr);  // the next coordinator sends a fresh page
+  // The job's own yield page stays marked (opportunistic jobs keep
+  // following it on their last masks) until a new registration replaces it.
   if (g_state.telemetry != nullptr) {
     munmap(g_state.telemetry, kControlPageBytes);
     g_state.telemetry = nullptr;
@@ -683,6 +686,7 @@ void compute_limits(int device, ComputeView* out) {
   out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
   out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
   out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
+  out->yield_mask = g_state.fallback_yield_mask[device].load(std::memory_order_relaxed);
 }
 
 void wait_while_paused() {

@@ -68,8 +68,8 @@ struct ComputeView {
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kNoLimit;
   std::uint64_t compute_cap_ppm = kNoLimit;
-  /// Yield slots to wait for (layout 4); 0 while unregistered: a
-  /// coordinator's yield is never kept without it.
+  /// Yield slots to wait for (layout 4); kept, like the limits, when the
+  /// coordinator goes away (yield.h bounds a mark nobody clears).
   std::uint64_t yield_mask = 0;
 };
 

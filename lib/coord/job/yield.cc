@@ -23,6 +23,14 @@ namespace {
 // The pages followed, by slot (read-only mappings).
 constinit std::atomic<const YieldPage*> g_slots[kYieldSlots] = {};
 
+// Per slot: the mark last seen set, and since when (the stuck-mark rule).
+struct Seen {
+  std::atomic<const YieldPage*> page;
+  std::atomic<std::uint64_t> marks;
+  std::atomic<std::uint64_t> since_ns;
+};
+constinit Seen g_seen[kYieldSlots] = {};
+
 // The line being received (the client thread's only).
 struct Stream {
   char line[512];
@@ -168,11 +176,26 @@ bool yield_receive(int socket_fd) {
   return true;
 }
 
-const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask) {
+const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns) {
   for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
     if ((mask & 1) == 0) continue;
     const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
-    if (page != nullptr && page->busy.load(std::memory_order_acquire) != 0) return &page->busy;
+    if (page == nullptr || page->busy.load(std::memory_order_acquire) == 0) continue;
+    // The coordinator's rule, kept here too (it may be gone, and a
+    // producer that died marked stays marked): a mark held with no new
+    // transition for kYieldHoldMaxNs is ignored. Races between threads
+    // only move `since` a little.
+    std::uint64_t marks = page->marks.load(std::memory_order_relaxed);
+    Seen& seen = g_seen[slot];
+    if (seen.page.load(std::memory_order_relaxed) != page ||
+        seen.marks.load(std::memory_order_relaxed) != marks) {
+      seen.page.store(page, std::memory_order_relaxed);
+      seen.marks.store(marks, std::memory_order_relaxed);
+      seen.since_ns.store(now_ns, std::memory_order_relaxed);
+    } else if (now_ns - seen.since_ns.load(std::memory_order_relaxed) >= kYieldHoldMaxNs) {
+      continue;
+    }
+    return &page->busy;
   }
   return nullptr;
 }

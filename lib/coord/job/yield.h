@@ -57,10 +57,11 @@ bool yield_receive(int socket_fd);
 /// Forgets the line in progress (a new connection starts a new stream).
 void yield_reset_stream();
 
-/// For a gated launch with `mask` (the limits page's
-/// yield_mask): the busy word of a followed production job that has GPU
-/// work in flight now, or null when none.
-const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask);
+/// For a gated launch with `mask` (the limits page's yield_mask, or the
+/// last one while no coordinator is there): the busy word of a followed
+/// production job that has GPU work in flight now, or null when none. A
+/// mark held for kYieldHoldMaxNs (CLOCK_MONOTONIC `now_ns`) is not.
+const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns);
 
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);

@@ -37,8 +37,6 @@
 
 namespace gpushare::coord {
 
-inline constexpr std::uint64_t kYieldHoldMaxNs = 1'000'000'000;
-
 /// Node-wide slot numbers for production jobs' yield pages.
 class YieldSlots {
  public:
