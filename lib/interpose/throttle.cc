@@ -26,6 +26,7 @@ struct DeviceGate {
   CUcontext context = nullptr;  ///< where the events live
   bool ready = false;           ///< events made
   bool failed = false;          ///< events could not be made: launches are not tracked
+  std::uint64_t kernel_ns = 0;  ///< GPU time of a tracked launch, smoothed (the yield's fit)
   int head = 0;
   int count = 0;
   bool timed[kRing] = {};
@@ -109,6 +110,13 @@ void reap(DeviceGate& gate, bool wait_oldest) {
       gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
     }
     throttle_finished(&gate.state, gpu_ns);
+    // The measured time includes waiting behind other contexts: the
+    // estimate follows a shorter one at once and a longer one slowly.
+    if (gpu_ns > 0) {
+      gate.kernel_ns = gate.kernel_ns == 0 || gpu_ns < gate.kernel_ns
+                           ? gpu_ns
+                           : gate.kernel_ns + (gpu_ns - gate.kernel_ns) / 8;
+    }
     if (gpu_ns > 0) g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
     gate.head = (gate.head + 1) % kRing;
     --gate.count;
@@ -126,9 +134,16 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
     if (decision.wait == ThrottleWait::kNone) {
       const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask, now);
-      if (busy == nullptr) break;
+      std::uint64_t gap_sleep =
+          busy == nullptr ? coord::yield_gap_sleep(limits.yield_mask, now, gate.kernel_ns) : 0;
+      if (busy == nullptr && gap_sleep == 0) break;
       pthread_mutex_unlock(&gate.mutex);
-      coord::yield_wait(busy, kYieldWaitNs);
+      if (busy != nullptr) {
+        coord::yield_wait(busy, kYieldWaitNs);
+      } else {
+        timespec pause{0, static_cast<long>(gap_sleep)};
+        nanosleep(&pause, nullptr);
+      }
       pthread_mutex_lock(&gate.mutex);
     } else if (decision.wait == ThrottleWait::kOldest) {
       if (gate.count == 0) break;  // nothing tracked to wait for

@@ -19,7 +19,10 @@
 // busy word, woken when the production job synchronises, with a timeout of
 // kYieldWaitNs after which the limits are read again (so a mask the
 // coordinator withdraws, or a producer that died, holds nobody longer).
-// Each launch passes the loop's share first, so the yield only moves an
+// A launch when no followed job is busy still waits if its kernel (the
+// smoothed GPU time of this device's tracked launches) would outlast the
+// followed job's expected gap (coord/job/yield.h, yield_gap_sleep). Each
+// launch passes the loop's share first, so the yield only moves an
 // opportunistic job's work into the production job's idle time.
 //
 // Tracking: each gated launch is followed by an event recorded in its

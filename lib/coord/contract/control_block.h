@@ -80,7 +80,10 @@
 // job's and the coordinator's) are the only writers. `busy` (a futex word)
 // is 1 while the job has GPU work in flight: the job's interposer sets it
 // at a launch and clears it (with a FUTEX_WAKE) at a synchronising call
-// that returns, when its work is known finished. Every job marks; only a
+// that returns, when its work is known finished; it also publishes when it
+// cleared the mark and how long its idle gaps last (`cleared_ns`,
+// `gap_ns`), so that a follower does not start a kernel that would still
+// run when the job comes back. Every job marks; only a
 // production job's mark is honoured. The coordinator hands a production
 // job's page, once it has verified the seal (F_GET_SEALS), to the
 // opportunistic jobs on its devices, one message per page after the
@@ -186,7 +189,9 @@ struct YieldPage {
   /// Futex word, alone on its cache line: 1 while GPU work is in flight.
   alignas(64) std::atomic<std::uint32_t> busy;
   std::atomic<std::uint32_t> reserved32;
-  std::atomic<std::uint64_t> marks;  ///< 0 -> 1 transitions so far (the job's claim)
+  std::atomic<std::uint64_t> marks;       ///< 0 -> 1 transitions so far (the job's claim)
+  std::atomic<std::uint64_t> cleared_ns;  ///< CLOCK_MONOTONIC of the last clear; 0: none yet
+  std::atomic<std::uint64_t> gap_ns;      ///< its idle gap, estimated (see yield.h); 0: unknown
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

@@ -83,11 +83,33 @@ void handle_line(const char* line, int fd) {
   }
 }
 
+std::uint64_t clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
+
+void yield_mark_start(YieldPage* page) {
+  page->busy.store(1, std::memory_order_release);
+  page->marks.fetch_add(1, std::memory_order_relaxed);
+  // The gap just ended. The estimate shrinks at once and grows by an
+  // eighth of the difference: a follower errs toward leaving a gap early.
+  std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+  std::uint64_t now = clock_ns();
+  if (cleared == 0 || now <= cleared) return;
+  std::uint64_t gap = now - cleared;
+  std::uint64_t estimate = page->gap_ns.load(std::memory_order_relaxed);
+  estimate = estimate == 0 || gap < estimate ? gap : estimate + (gap - estimate) / 8;
+  page->gap_ns.store(estimate, std::memory_order_relaxed);
+}
 
 void yield_clear_busy() {
   YieldPage* page = g_own_yield.load(std::memory_order_acquire);
   if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) return;
+  page->cleared_ns.store(clock_ns(), std::memory_order_relaxed);  // before the clear is seen
   if (page->busy.exchange(0, std::memory_order_release) != 0) {
     futex(&page->busy, FUTEX_WAKE, INT_MAX, nullptr);
   }
@@ -198,6 +220,26 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
     return &page->busy;
   }
   return nullptr;
+}
+
+std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns) {
+  constexpr std::uint64_t kMaxGapSleepNs = 1'000'000;
+  std::uint64_t sleep = 0;
+  for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
+    if ((mask & 1) == 0) continue;
+    const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+    if (page == nullptr) continue;
+    std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+    std::uint64_t gap = page->gap_ns.load(std::memory_order_relaxed);
+    if (cleared == 0 || gap == 0 || now_ns < cleared) continue;
+    std::uint64_t end = cleared + gap;
+    if (now_ns >= cleared + 2 * gap) continue;  // long overdue: not coming back soon
+    if (now_ns + kernel_ns <= end) continue;    // the kernel fits in what is left
+    std::uint64_t wait = end > now_ns ? end - now_ns : kMaxGapSleepNs;
+    if (wait > kMaxGapSleepNs) wait = kMaxGapSleepNs;
+    if (wait > sleep) sleep = wait;
+  }
+  return sleep;
 }
 
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns) {

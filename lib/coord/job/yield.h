@@ -25,13 +25,13 @@ namespace gpushare::coord {
 /// the launch and synchronisation paths.
 extern std::atomic<YieldPage*> g_own_yield;
 
+/// The first launch after a clear: sets the mark and learns the gap.
+void yield_mark_start(YieldPage* page);
+
 /// A launch: marks the job busy (one load when already marked).
 inline void yield_mark_busy() {
   YieldPage* page = g_own_yield.load(std::memory_order_acquire);
-  if (page != nullptr && page->busy.load(std::memory_order_relaxed) == 0) {
-    page->busy.store(1, std::memory_order_release);
-    page->marks.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (page != nullptr && page->busy.load(std::memory_order_relaxed) == 0) yield_mark_start(page);
 }
 
 /// A synchronising call returned: the job's work is known finished; wakes
@@ -62,6 +62,14 @@ void yield_reset_stream();
 /// production job that has GPU work in flight now, or null when none. A
 /// mark held for kYieldHoldMaxNs (CLOCK_MONOTONIC `now_ns`) is not.
 const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns);
+
+/// When no followed job is busy: how long to sleep before a kernel of
+/// about `kernel_ns` may start, 0 when it may start now. A kernel that
+/// would still run when a followed job's gap ends (its last clear plus its
+/// estimated gap) waits for the gap's end; the job is then expected back,
+/// and is waited for until twice its gap has passed, after which its
+/// pattern is taken as broken and the kernel goes. At most 1 ms at a time.
+std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns);
 
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);
