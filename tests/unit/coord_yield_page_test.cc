@@ -170,3 +170,48 @@ TEST_CASE("a yield mask keeps the throttle flag set", "[coord][yield]") {
   CHECK(limits->throttle.load() == 0);
   munmap(const_cast<LimitsPage*>(limits), kControlPageBytes);
 }
+
+TEST_CASE("a production job publishes its idle gap and a follower keeps kernels inside it",
+          "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* producer = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
+  yield_publish_own(producer);
+  // Two iterations: launch, sync, a host gap, launch again.
+  yield_mark_busy();
+  yield_clear_busy();
+  std::uint64_t cleared = producer->cleared_ns.load();
+  CHECK(cleared > 0);
+  CHECK(producer->gap_ns.load() == 0);  // no gap seen yet
+  yield_mark_busy();
+  std::uint64_t first_gap = producer->gap_ns.load();
+  CHECK(first_gap > 0);
+  yield_clear_busy();
+  yield_publish_own(nullptr);
+
+  // A follower's view of a job that cleared at t0 with gaps of 8 ms.
+  constexpr std::uint64_t kMs = 1'000'000;
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  yield_reset_stream();
+  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":1}\n", block->yield_fd());
+  REQUIRE(yield_receive(pair[1]));
+  std::uint64_t mask = std::uint64_t{1} << 1;
+  std::uint64_t t0 = 1000 * kMs;
+  producer->busy.store(0);
+  producer->cleared_ns.store(t0);
+  producer->gap_ns.store(8 * kMs);
+  CHECK(yield_gap_sleep(mask, t0 + 1 * kMs, 2 * kMs) == 0);        // fits: 2 ms of 7 left
+  CHECK(yield_gap_sleep(mask, t0 + 6 * kMs, 2 * kMs) == 0);        // just fits
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 1 * kMs);  // would overrun: wait the end
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs + kMs / 2, 2 * kMs) == kMs / 2);
+  CHECK(yield_gap_sleep(mask, t0 + 10 * kMs, 2 * kMs) == 1 * kMs);  // overdue: expected back
+  CHECK(yield_gap_sleep(mask, t0 + 16 * kMs, 2 * kMs) == 0);        // twice overdue: pattern broken
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 20 * kMs) == 1 * kMs);  // a long kernel never fits
+  CHECK(yield_gap_sleep(0, t0 + 7 * kMs, 2 * kMs) == 0);            // not followed
+  producer->gap_ns.store(0);
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 0);  // gap unknown
+  close(pair[0]);
+  close(pair[1]);
+  munmap(producer, kControlPageBytes);
+}

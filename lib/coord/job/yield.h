@@ -4,10 +4,11 @@
 //
 // Costs on the hot paths: a launch loads one process-local pointer and,
 // when a page is mapped, the busy word (a cache line the job only stores
-// to once per iteration, at its first launch after a synchronisation); a
-// synchronising call that clears a set mark stores 0 and makes one
-// FUTEX_WAKE system call. A gated launch of an opportunistic job reads its
-// yield_mask and the busy word of each slot the mask names.
+// to once per iteration, at its first launch after a synchronisation, with
+// a clock read to learn its idle gap); a synchronising call that clears a
+// set mark reads the clock, stores twice and makes one FUTEX_WAKE system
+// call. A gated launch of an opportunistic job reads its yield_mask and,
+// for each slot the mask names, the busy word and the gap.
 //
 // No libstdc++: only libc, no allocation. Pages are never unmapped while
 // the process lives (a launch may hold a pointer to one an instant after

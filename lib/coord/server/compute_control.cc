@@ -41,25 +41,25 @@
 // between themselves as the GPU does, unthrottled, and each one's solo
 // speed is measured while the others run too (placement avoids this).
 //
-// Not built (yet): a fast yield signal, a per-device page where production
-// jobs mark that they have GPU work in flight and opportunistic jobs wait
-// while it is set. Its costs: a store to a cache line other processes read
-// on the production job's launch path (one per iteration if only the first
-// launch after a boundary marks), a FUTEX_WAKE on its sync path, and it
-// only means something for jobs that synchronise every iteration (an
-// asynchronous production job would look busy all the time; the loop's
-// share stays the guard against that). The time-sliced simulator has now
-// decided that it is needed (bench/share/results.md): every opportunistic
-// kernel that overlaps a production kernel takes slices from it, so a
-// share of wall time, placed blindly, slows production by about half of
-// it (a static 50% cap: production at 0.69-0.91 of solo) and a 3%
-// target leaves the loop near its floor (harvest 0.04-0.16 against the
-// 0.80 target; FIFO gave 0.06-0.45). Only an opportunistic job that runs
-// in the production job's host gaps can harvest them; that needs to know
-// where the gaps are, which is what the page says. Plan: a third memfd at
-// registration, writable by the coordinator and the device's production
-// jobs, mapped read-only by opportunistic ones; one load on their launch
-// path; launches wait while it is set, still within the loop's share.
+// The fast yield signal (compute_yield.h, control_block.h layout 4,
+// coord/job/yield.h). The time-sliced simulator showed that a share alone
+// cannot reach the harvest target: every opportunistic kernel that overlaps
+// a production kernel takes slices from it, so a share of wall time placed
+// blindly slows production by about half of it (a static 50% cap:
+// production at 0.69-0.91 of solo) and a 3% target left the loop near its
+// floor (harvest 0.04-0.16 against the 0.80 target; bench/share/results.md
+// keeps that run). Only an opportunistic job that runs in the production
+// job's host gaps can harvest them, so each job marks a page of its own
+// busy from a launch until its next synchronisation, with the time of its
+// last clear and its estimated gap, and opportunistic launches, once this
+// loop's share lets them go, wait while a production job on their device is
+// marked, and do not start a kernel that would outlast its gap. This loop
+// still sets the share: it guards a production job whose marks say little
+// (one that never synchronises looks busy all the time, and a mark held
+// for a second is dropped), and splits the harvest between opportunistic
+// jobs. The costs: one load of the job's own cache line per launch (a
+// store and a clock read at an iteration's first launch), and a clock read
+// and a FUTEX_WAKE at its synchronisation.
 #include "coord/server/compute_control.h"
 
 #include <algorithm>
