@@ -23,7 +23,10 @@
 //               min_eval and min_iterations iterations, after settle.
 //   slow-start  from h = 1/32: h doubles after each measurement within the
 //               slowdown target, and halves into avoid otherwise.
-//   avoid       additive increase by a step fixed on entry (a tenth of h),
+//   avoid       additive increase by a step set on entry and at each
+//               decrease (a tenth of h, at least 1/32), doubled after
+//               every two good steps in a row (at most 1/4: a level cut
+//               by noise comes back within about a second), and
 //               multiplicative decrease by 0.7 (by 0.35 when the slowdown
 //               is over four times the target).
 // Each step measures for max(min_eval, min_iterations periods) after a
@@ -72,6 +75,8 @@ namespace {
 constexpr std::uint64_t kHistoryNs = 2'500'000'000;
 constexpr std::uint64_t kShowWindowNs = 500'000'000;
 constexpr double kStartHarvest = 1.0 / 32;
+constexpr double kMinStep = 1.0 / 32;  // additive increase, at least
+constexpr double kMaxStep = 1.0 / 4;
 
 struct Sample {
   std::uint64_t now = 0;
@@ -264,11 +269,18 @@ class GpushareController : public DeviceController {
       } else {
         harvest_ = std::max(t_.harvest_min, harvest_ / 2);
         phase_ = Phase::kAvoid;
-        step_ = std::max(harvest_ / 10, t_.harvest_min);
+        step_ = std::max(harvest_ / 10, kMinStep);
+        goods_ = 0;
       }
     } else if (good) {
       harvest_ = std::min(1.0, harvest_ + step_);
+      // Good steps in a row: the level was cut by noise, not by harm
+      // (with the yield in force, overlap costs production little), so
+      // the step grows to find the level again within about a second.
+      if (++goods_ % 2 == 0) step_ = std::min(step_ * 2, kMaxStep);
     } else {
+      goods_ = 0;
+      step_ = std::max(harvest_ / 10, kMinStep);
       harvest_ = std::max(t_.harvest_min, harvest_ * (slowdown > 4 * target ? 0.35 : 0.7));
     }
     // Over the target with the opportunistic jobs at the floor: the
@@ -336,6 +348,7 @@ class GpushareController : public DeviceController {
   std::uint64_t change_ns_ = 0;
   double harvest_ = 1.0;
   double step_ = 0;
+  int goods_ = 0;  // good steps in a row, in avoid
   int stale_ = 0;
 };
 
