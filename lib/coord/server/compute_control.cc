@@ -50,13 +50,14 @@
 // a production kernel takes slices from it, so a share of wall time placed
 // blindly slows production by about half of it (a static 50% cap:
 // production at 0.69-0.91 of solo) and a 3% target left the loop near its
-// floor (harvest 0.04-0.16 against the 0.80 target; bench/share/results.md
-// keeps that run). Only an opportunistic job that runs in the production
-// job's host gaps can harvest them, so each job marks a page of its own
-// busy from a launch until its next synchronisation, with the time of its
-// last clear and its estimated gap, and opportunistic launches, once this
-// loop's share lets them go, wait while a production job on their device is
-// marked, and do not start a kernel that would outlast its gap. This loop
+// floor (harvest 0.04-0.16 against the 0.80 target, in the run kept in
+// bench/share/results-before-yield.md). Only an opportunistic job that
+// runs in the production job's host gaps can harvest them, so each job
+// marks a page of its own busy from a launch until its next
+// synchronisation, with the time of its last clear and its estimated gap,
+// and opportunistic launches, once this loop's share lets them go, wait
+// while a production job on their device is marked, and do not start a
+// kernel that would outlast its gap. This loop
 // still sets the share: it guards a production job whose marks say little
 // (one that never synchronises looks busy all the time, and a mark held
 // for a second is dropped), and splits the harvest between opportunistic
