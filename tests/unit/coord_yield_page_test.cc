@@ -209,6 +209,17 @@ TEST_CASE("a production job publishes its idle gap and a follower keeps kernels 
   CHECK(yield_gap_sleep(mask, t0 + 16 * kMs, 2 * kMs) == 0);        // twice overdue: pattern broken
   CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 20 * kMs) == 1 * kMs);  // a long kernel never fits
   CHECK(yield_gap_sleep(0, t0 + 7 * kMs, 2 * kMs) == 0);            // not followed
+  // A page that keeps saying "back soon" and is never seen busy holds
+  // launches back for kYieldHoldMaxNs at most.
+  std::uint64_t t1 = t0 + kYieldHoldMaxNs;
+  producer->cleared_ns.store(t1);
+  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 0);
+  producer->busy.store(1);  // seen busy: its gap counts again
+  producer->marks.fetch_add(1);
+  CHECK(yield_busy_word(mask, t1 + 8 * kMs) != nullptr);
+  producer->busy.store(0);
+  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 1 * kMs);
+  producer->cleared_ns.store(t0);
   producer->gap_ns.store(0);
   CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 0);  // gap unknown
   close(pair[0]);

@@ -28,6 +28,10 @@ struct Seen {
   std::atomic<const YieldPage*> page;
   std::atomic<std::uint64_t> marks;
   std::atomic<std::uint64_t> since_ns;
+  // Since when the gap rule has held launches back with the job not seen
+  // busy (0: it is not): a page that always says "back soon" but never is
+  // holds nobody longer than kYieldHoldMaxNs.
+  std::atomic<std::uint64_t> gap_since_ns;
 };
 constinit Seen g_seen[kYieldSlots] = {};
 
@@ -217,6 +221,7 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
     } else if (now_ns - seen.since_ns.load(std::memory_order_relaxed) >= kYieldHoldMaxNs) {
       continue;
     }
+    seen.gap_since_ns.store(0, std::memory_order_relaxed);
     return &page->busy;
   }
   return nullptr;
@@ -235,6 +240,12 @@ std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uin
     std::uint64_t end = cleared + gap;
     if (now_ns >= cleared + 2 * gap) continue;  // long overdue: not coming back soon
     if (now_ns + kernel_ns <= end) continue;    // the kernel fits in what is left
+    std::uint64_t since = g_seen[slot].gap_since_ns.load(std::memory_order_relaxed);
+    if (since == 0) {
+      g_seen[slot].gap_since_ns.store(now_ns, std::memory_order_relaxed);
+    } else if (now_ns - since >= kYieldHoldMaxNs) {
+      continue;  // never back: its gap says nothing
+    }
     std::uint64_t wait = end > now_ns ? end - now_ns : kMaxGapSleepNs;
     if (wait > kMaxGapSleepNs) wait = kMaxGapSleepNs;
     if (wait > sleep) sleep = wait;

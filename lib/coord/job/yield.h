@@ -69,7 +69,9 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
 /// would still run when a followed job's gap ends (its last clear plus its
 /// estimated gap) waits for the gap's end; the job is then expected back,
 /// and is waited for until twice its gap has passed, after which its
-/// pattern is taken as broken and the kernel goes. At most 1 ms at a time.
+/// pattern is taken as broken and the kernel goes. At most 1 ms at a time;
+/// a job not seen busy while its gap held launches back for
+/// kYieldHoldMaxNs is not waited for until it is.
 std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns);
 
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.

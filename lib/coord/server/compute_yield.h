@@ -24,7 +24,8 @@
 // mark for at most about one second, then runs on the loop's share alone.
 // A producer that clears its mark now and then but sets it most of the
 // time can hold opportunistic jobs to the moments it is clear; that is no
-// more than a production job that keeps the GPU busy may take anyway, and
+// more than a production job that keeps the GPU busy may take anyway (so
+// can one that publishes gaps that always end just ahead), and
 // the loop's share limits the harm the other way.
 #pragma once
 
