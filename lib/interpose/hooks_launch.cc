@@ -1,10 +1,13 @@
 // Launch hooks: the hot path. Budget: at most 10 ns added per launch when
 // the job is neither paused nor throttled (bench/interpose). before_launch()
 // is one relaxed increment of a process-local counter and two relaxed loads
-// of one cache line of the shared limits page (paused, throttle); then a
-// call through a pointer resolved at load time. No syscall, lock, getenv,
+// of one cache line of the shared limits page (paused, throttle), and the
+// yield mark (coord/job/yield.h: a pointer load and, while registered, one
+// load of the job's busy word, a store only at an iteration's first
+// launch); then a call through a pointer resolved at load time. No syscall, lock, getenv,
 // IPC or NVML there. Only a gated launch takes the slow path (throttle.h):
 // it may wait, and is tracked with events.
+#include "coord/job/yield.h"
 #include "interpose/hooks.h"
 #include "interpose/throttle.h"
 
@@ -22,6 +25,7 @@ __attribute__((noinline)) CUresult slow_launch(Args... args) {
   if (!driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_runtime.real.*Entry;
   if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
+  gpushare::coord::yield_mark_busy();
   if (!before_launch()) return real(args...);
   LaunchTicket ticket = throttle_gate(Stream::of(args...), PerThread);
   CUresult result = real(args...);
@@ -58,6 +62,7 @@ inline bool launch_fast_path() {
   if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::launch_gated())
     return false;
   slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  gpushare::coord::yield_mark_busy();  // once per iteration a store, else one load
   return true;
 }
 

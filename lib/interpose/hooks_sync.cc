@@ -8,6 +8,7 @@
 // increment and a clock read (vDSO).
 #include <time.h>
 
+#include "coord/job/yield.h"
 #include "interpose/hooks.h"
 #include "interpose/suspend.h"
 #include "interpose/throttle.h"
@@ -20,6 +21,10 @@ std::atomic<std::uint64_t> g_launches_at_last_sync{0};
 
 void after_sync(CUresult result) {
   if (result != CUDA_SUCCESS || g_runtime.settings.disabled) return;
+  // The work waited for is finished: opportunistic jobs may use the GPU
+  // (a job with work left on other streams is taken as idle too; the
+  // loop's share still guards its speed).
+  gpushare::coord::yield_clear_busy();
   std::uint64_t launches = launches_total();
   if (g_launches_at_last_sync.exchange(launches, std::memory_order_relaxed) != launches) {
     timespec ts;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "coord/job/client.h"
+#include "coord/job/yield.h"
 #include "interpose/hooks.h"
 #include "interpose/log.h"
 #include "interpose/throttle_logic.h"
@@ -14,6 +15,8 @@ namespace gpushare::interpose {
 namespace {
 
 constexpr int kRing = 64;
+// The longest one yield wait lasts before the limits are read again.
+constexpr std::uint64_t kYieldWaitNs = 10'000'000;
 
 // One device's gate. The ring holds the tracked launches not yet seen to
 // finish: `count` slots from `head` on.
@@ -23,6 +26,7 @@ struct DeviceGate {
   CUcontext context = nullptr;  ///< where the events live
   bool ready = false;           ///< events made
   bool failed = false;          ///< events could not be made: launches are not tracked
+  std::uint64_t kernel_ns = 0;  ///< GPU time of a tracked launch, smoothed (the yield's fit)
   int head = 0;
   int count = 0;
   bool timed[kRing] = {};
@@ -47,6 +51,7 @@ ThrottleLimits read_limits(int device) {
   limits.launch_window_ns = view.launch_window_ns;
   limits.max_queued = view.max_queued;
   limits.compute_cap_ppm = view.compute_cap_ppm;
+  limits.yield_mask = view.yield_mask;
   return limits;
 }
 
@@ -105,6 +110,13 @@ void reap(DeviceGate& gate, bool wait_oldest) {
       gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
     }
     throttle_finished(&gate.state, gpu_ns);
+    // The measured time includes waiting behind other contexts: the
+    // estimate follows a shorter one at once and a longer one slowly.
+    if (gpu_ns > 0) {
+      gate.kernel_ns = gate.kernel_ns == 0 || gpu_ns < gate.kernel_ns
+                           ? gpu_ns
+                           : gate.kernel_ns + (gpu_ns - gate.kernel_ns) / 8;
+    }
     if (gpu_ns > 0) g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
     gate.head = (gate.head + 1) % kRing;
     --gate.count;
@@ -120,8 +132,20 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
     reap(gate, false);
     std::uint64_t now = now_ns();
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
-    if (decision.wait == ThrottleWait::kNone) break;
-    if (decision.wait == ThrottleWait::kOldest) {
+    if (decision.wait == ThrottleWait::kNone) {
+      const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask, now);
+      std::uint64_t gap_sleep =
+          busy == nullptr ? coord::yield_gap_sleep(limits.yield_mask, now, gate.kernel_ns) : 0;
+      if (busy == nullptr && gap_sleep == 0) break;
+      pthread_mutex_unlock(&gate.mutex);
+      if (busy != nullptr) {
+        coord::yield_wait(busy, kYieldWaitNs);
+      } else {
+        timespec pause{0, static_cast<long>(gap_sleep)};
+        nanosleep(&pause, nullptr);
+      }
+      pthread_mutex_lock(&gate.mutex);
+    } else if (decision.wait == ThrottleWait::kOldest) {
       if (gate.count == 0) break;  // nothing tracked to wait for
       reap(gate, true);
     } else {

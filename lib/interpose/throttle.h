@@ -13,6 +13,18 @@
 // holds the device's throttle mutex from the gate to throttle_after, so
 // launches of several threads on one device are counted in order.
 //
+// Yield (control_block.h, layout 4): when the limits page names yield
+// slots for the device, a launch that the limits let go then waits while a
+// followed production job marks GPU work in flight: a futex wait on its
+// busy word, woken when the production job synchronises, with a timeout of
+// kYieldWaitNs after which the limits are read again (so a mask the
+// coordinator withdraws, or a producer that died, holds nobody longer).
+// A launch when no followed job is busy still waits if its kernel (the
+// smoothed GPU time of this device's tracked launches) would outlast the
+// followed job's expected gap (coord/job/yield.h, yield_gap_sleep). Each
+// launch passes the loop's share first, so the yield only moves an
+// opportunistic job's work into the production job's idle time.
+//
 // Tracking: each gated launch is followed by an event recorded in its
 // stream (cuEventRecord_ptsz for per-thread-default-stream variants) and
 // one before it; the GPU time of the launch is cuEventElapsedTime between

@@ -44,6 +44,9 @@ void refill_time(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t n
 std::uint64_t queue_bound(const ThrottleLimits& limits) {
   std::uint64_t bound = limits.max_queued;
   if (limits.compute_cap_ppm != kThrottleNoLimit && bound > kCapQueue) bound = kCapQueue;
+  // Following a production job's yield: one launch in flight, so that at
+  // most one of ours overlaps its next launch.
+  if (limits.yield_mask != 0) bound = 1;
   if (bound == 0) bound = 1;  // nothing queued at all would stop the job for good
   return bound;
 }

@@ -39,9 +39,10 @@ struct ThrottleLimits {
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kThrottleNoLimit;
   std::uint64_t compute_cap_ppm = kThrottleNoLimit;
+  std::uint64_t yield_mask = 0;  ///< production jobs' yield slots to wait for (throttle.h)
   bool any() const {
     return launch_budget != kThrottleNoLimit || max_queued != kThrottleNoLimit ||
-           compute_cap_ppm != kThrottleNoLimit;
+           compute_cap_ppm != kThrottleNoLimit || yield_mask != 0;
   }
 };
 
@@ -62,7 +63,8 @@ struct ThrottleDecision {
 };
 
 /// The queued-work bound in force: max_queued, tightened to kCapQueue
-/// under a compute cap; kThrottleNoLimit for none.
+/// under a compute cap and to 1 under a yield mask; kThrottleNoLimit for
+/// none.
 std::uint64_t queue_bound(const ThrottleLimits& limits);
 
 /// Refills the buckets to `now_ns` and says whether a launch may go now.

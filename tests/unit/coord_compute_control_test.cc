@@ -23,7 +23,9 @@ constexpr std::uint64_t kMs = 1'000'000;
 struct FakeDevice {
   double kernel_ms = 8, host_ms = 8, opp_kernel_ms = 2;
   bool production = true;
-  double noise = 0;  // relative jitter of the production period, deterministic
+  double noise = 0;    // relative jitter of the production period, deterministic
+  double overlap = 1;  // how much of the opportunistic share overlaps production (the yield: ~0)
+  double burst = 0;    // a slowdown of the host, not caused by sharing
   std::uint64_t now = 0;
   double prod_progress = 0;  // fractional iterations
   std::uint64_t prod_iterations = 0, prod_launches = 0, prod_last_iteration = 0;
@@ -57,7 +59,7 @@ struct FakeDevice {
     if (production) {
       // While its kernel runs, the production job gets 1/(1+share) of the GPU.
       double jitter = noise * std::sin(step * 1.7);
-      double period = (host_ms + kernel_ms * (1 + opp_gpu)) * (1 + jitter);
+      double period = (host_ms + kernel_ms * (1 + opp_gpu * overlap)) * (1 + jitter + burst);
       double before = prod_progress;
       prod_progress += 25.0 / period;
       std::uint64_t whole = static_cast<std::uint64_t>(prod_progress);
@@ -292,4 +294,33 @@ TEST_CASE("compute control measures speeds under every policy") {
     CHECK(out[0].speed_per_s == Approx(1000.0 / 24).epsilon(0.15));  // 8 + 8 * (1 + 1/2) ms
     CHECK(out[1].launch_rate_per_s > 0);
   }
+}
+
+TEST_CASE("compute control finds its level within about a second after a noise burst") {
+  // With the yield in force little of the share overlaps production. A
+  // burst of host load (10%) during slow start sends the loop into
+  // additive increase at a low level; it must still reach the level an
+  // undisturbed run finds within about a second of the burst's end, not
+  // creep up by a step fixed at that low level.
+  FakeDevice calm(1);
+  calm.overlap = 0.05;
+  auto calm_controller = make_device_controller(ComputePolicy::kGpushare);
+  for (int i = 0; i < 200; ++i) calm.run(*calm_controller);
+  double level = calm.harvest();
+  REQUIRE(level > 0.5);
+
+  FakeDevice device(1);
+  device.overlap = 0.05;
+  auto controller = make_device_controller(ComputePolicy::kGpushare);
+  for (int i = 0; i < 8; ++i) device.run(*controller);  // 200 ms: profiling
+  device.burst = 0.1;
+  for (int i = 0; i < 20; ++i) device.run(*controller);  // 500 ms of slow start under load
+  device.burst = 0;
+  double cut = device.harvest();
+  INFO("undisturbed level " << level << ", after the burst " << cut);
+  CHECK(cut < 0.5 * level);
+  std::uint64_t took =
+      converge(device, *controller, 20'000 * kMs, [&] { return device.harvest() >= 0.8 * level; });
+  INFO("back after " << took / kMs << " ms");
+  CHECK(took <= 1500 * kMs);
 }

@@ -1,6 +1,9 @@
 // The compute loop's I/O half (compute_loop.h): it reads real control
 // blocks (memfd pages) and writes the limits into them; telemetry is
 // written here as a job would.
+#include <fcntl.h>
+#include <sys/mman.h>
+
 #include <catch2/catch.hpp>
 
 #include "coord/server/compute_loop.h"
@@ -89,4 +92,44 @@ TEST_CASE(
   CHECK(opp->block->compute(0).launch_budget == kNoLimit);
   CHECK(opp->block->compute(0).compute_cap_ppm == kNoLimit);
   CHECK(opp->compute_phase == "free");
+}
+
+TEST_CASE("compute loop sends a sealed production page to the opportunistic job and follows it") {
+  Registry registry{Policy{}};
+  Process* prod = *registry.add(request("prod", kQosProduction), peer(10));
+  Process* opp = *registry.add(request("opp", kQosOpportunistic), peer(11));
+  // The production job maps its page and seals it, as its client does.
+  void* own = mmap(nullptr, kControlPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   prod->block->yield_fd(), 0);
+  REQUIRE(own != MAP_FAILED);
+  REQUIRE(fcntl(prod->block->yield_fd(), F_ADD_SEALS, F_SEAL_FUTURE_WRITE) == 0);
+  struct Sent {
+    std::uint64_t job;
+    int slot;
+    int fd;
+  };
+  std::vector<Sent> sent;
+  for (ComputePolicy policy : {ComputePolicy::kGpushare, ComputePolicy::kTgs}) {
+    ComputeLoop loop(policy);
+    sent.clear();
+    loop.set_yield_sender([&](std::uint64_t job, int slot, int fd) {
+      sent.push_back({job, slot, fd});
+      return true;
+    });
+    std::uint64_t now = 1000 * kMs;
+    for (int tick = 0; tick < 8; ++tick) {
+      now += 25 * kMs;
+      publish(*prod, now, 4 * (tick + 1), tick + 1, now - 5 * kMs);
+      publish(*opp, now, 10 * (tick + 1), 0, 0);
+      loop.tick(registry, now);
+    }
+    REQUIRE(sent.size() == 1);  // once, not every tick
+    CHECK(sent[0].job == opp->key);
+    CHECK(sent[0].slot == 0);
+    CHECK(sent[0].fd == prod->block->yield_fd());
+    // Only the gpushare loop follows it, and only for the opportunistic job.
+    CHECK(opp->block->yield_mask(0) == (policy == ComputePolicy::kGpushare ? 1u : 0u));
+    CHECK(prod->block->yield_mask(0) == 0);
+  }
+  munmap(own, kControlPageBytes);
 }

@@ -85,3 +85,17 @@ TEST_CASE("throttle compute cap holds the share of GPU time") {
   CHECK(share == Approx(0.30).margin(0.02));
   CHECK(queue_bound(limits) == kCapQueue);
 }
+
+TEST_CASE("a yield mask gates launches and keeps one launch in flight") {
+  ThrottleLimits limits;
+  CHECK_FALSE(limits.any());
+  limits.yield_mask = 1;
+  CHECK(limits.any());
+  CHECK(queue_bound(limits) == 1);
+  ThrottleState state;
+  CHECK(throttle_decide(&state, limits, 1).wait == ThrottleWait::kNone);
+  throttle_launched(&state, limits, true);
+  CHECK(throttle_decide(&state, limits, 2).wait == ThrottleWait::kOldest);
+  limits.compute_cap_ppm = 500'000;
+  CHECK(queue_bound(limits) == 1);
+}

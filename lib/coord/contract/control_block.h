@@ -1,7 +1,8 @@
 // The control block: the shared memory between the coordinator and one job.
 //
-// At registration the coordinator creates two memfds and passes them to the
-// job over the socket (SCM_RIGHTS):
+// At registration the coordinator creates two memfds (three since layout 4:
+// the yield page, below) and passes them to the job over the socket
+// (SCM_RIGHTS):
 //
 //   limits page     written by the coordinator, mapped READ-ONLY by the job.
 //                   The memfd is sealed with F_SEAL_FUTURE_WRITE before it is
@@ -95,6 +96,34 @@
 //       refused before anything changes.
 //   suspended_bytes  per device, the bytes the suspend moved to the host.
 //
+// Yield page (layout version 4), the fast yield signal. At registration
+// the coordinator sends a third memfd, the job's yield page, sealed only
+// against resizing. The job maps it writable and at once seals it with
+// F_SEAL_FUTURE_WRITE (and F_SEAL_SEAL): from then on nobody can map it
+// writable or write(2) it, and the mappings made before the seal (the
+// job's and the coordinator's) are the only writers. `busy` (a futex word)
+// is 1 while the job has GPU work in flight: the job's interposer sets it
+// at a launch and clears it (with a FUTEX_WAKE) at a synchronising call
+// that returns, when its work is known finished; it also publishes when it
+// cleared the mark and how long its idle gaps last (`cleared_ns`,
+// `gap_ns`), so that a follower does not start a kernel that would still
+// run when the job comes back. Every job marks; only a
+// production job's mark is honoured. The coordinator hands a production
+// job's page, once it has verified the seal (F_GET_SEALS), to the
+// opportunistic jobs on its devices, one message per page after the
+// registration reply:
+//   {"kind":"yield-page","version":1,"slot":N}  with the memfd (SCM_RIGHTS)
+// N (below kYieldSlots) is the production job's slot, the same for every
+// receiver; a later page for the same slot replaces the earlier one. The
+// opportunistic job maps it read-only. Which slots a launch on a device
+// must wait for is the coordinator's word, not the producer's:
+// `yield_mask` in the receiver's own limits page (bit N: honour slot N),
+// set only while the loop controls the device and the producer is active,
+// and cleared when its mark says busy nearly all the time (a job that
+// never clears it would starve opportunistic jobs; see
+// compute_yield.h). A launch gated by a mask waits on the futex, with a
+// timeout, so a withdrawn mask or a dead producer stops the wait.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -112,7 +141,13 @@ namespace gpushare::coord {
 
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
+inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
 inline constexpr std::uint32_t kLayoutVersion = 4;
+/// Production jobs whose yield pages one opportunistic job can follow.
+inline constexpr int kYieldSlots = 8;
+/// A mark held this long with no new 0 -> 1 transition is ignored, by the
+/// coordinator and by the follower itself (which may have no coordinator).
+inline constexpr std::uint64_t kYieldHoldMaxNs = 1'000'000'000;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 // LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
@@ -138,7 +173,8 @@ struct DeviceLimits {
   std::atomic<std::uint64_t> launch_window_ns;  ///< the budget's window (> 0 when budgeted)
   std::atomic<std::uint64_t> max_queued;        ///< unfinished launches; kNoLimit: none
   std::atomic<std::uint64_t> compute_cap_ppm;   ///< share of wall time on the GPU; kNoLimit: none
-  std::atomic<std::uint64_t> reserved[3];
+  std::atomic<std::uint64_t> yield_mask;        ///< layout 4: yield slots to wait for; 0: none
+  std::atomic<std::uint64_t> reserved[2];
 };
 
 struct LimitsPage {
@@ -185,12 +221,28 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
 };
 
+/// A job's yield page (layout 4): written by the job through the mapping
+/// it made before sealing, read by the coordinator and by opportunistic jobs.
+struct YieldPage {
+  std::uint32_t magic;  ///< kYieldMagic
+  std::uint32_t layout_version;
+  std::uint64_t job_id;
+  /// Futex word, alone on its cache line: 1 while GPU work is in flight.
+  alignas(64) std::atomic<std::uint32_t> busy;
+  std::atomic<std::uint32_t> reserved32;
+  std::atomic<std::uint64_t> marks;       ///< 0 -> 1 transitions so far (the job's claim)
+  std::atomic<std::uint64_t> cleared_ns;  ///< CLOCK_MONOTONIC of the last clear; 0: none yet
+  std::atomic<std::uint64_t> gap_ns;      ///< its idle gap, estimated (see yield.h); 0: unknown
+};
+
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std::uint32_t>) == 4,
               "atomics must have the size of the plain integer to be shared between processes");
 static_assert(sizeof(LimitsPage) <= kControlPageBytes);
 static_assert(sizeof(TelemetryPage) <= kControlPageBytes);
+static_assert(sizeof(YieldPage) <= kControlPageBytes);
+static_assert(offsetof(YieldPage, busy) == 64, "the busy word opens its own cache line");
 static_assert(offsetof(LimitsPage, paused) % 4 == 0, "a futex word is 4-byte aligned");
 static_assert(offsetof(LimitsPage, throttle) / 64 == offsetof(LimitsPage, paused) / 64,
               "the launch path reads paused and throttle from one cache line");

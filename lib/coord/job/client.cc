@@ -12,7 +12,7 @@
 // never unmapped: a thread on the hot path may have loaded the pointer an
 // instant before and still be reading it (4 KiB per coordinator restart).
 //
-// The thread: connect, register (reply plus two memfds by SCM_RIGHTS), then
+// The thread: connect, register (reply plus three memfds by SCM_RIGHTS), then
 // poll the socket with a 10 ms timeout, copying the counters into the
 // telemetry page on every tick. End of file or an error on the socket means
 // the coordinator is gone: retire the page, wake paused launchers, and retry
@@ -44,6 +44,7 @@
 
 #include "coord/contract/socket_path.h"
 #include "coord/job/wire.h"
+#include "coord/job/yield.h"
 
 namespace gpushare::coord {
 namespace {
@@ -89,6 +90,7 @@ struct State {
   std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
   std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
   std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
+  std::atomic<std::uint64_t> fallback_yield_mask[kMaxDevices];
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
@@ -155,6 +157,7 @@ void set_fallback_compute(int device, const ComputeView& c) {
   g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
   g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
   g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
+  g_state.fallback_yield_mask[device].store(c.yield_mask, std::memory_order_relaxed);
 }
 
 void page_compute(const LimitsPage* page, int device, ComputeView* out) {
@@ -163,6 +166,7 @@ void page_compute(const LimitsPage* page, int device, ComputeView* out) {
   out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
   out->max_queued = d.max_queued.load(std::memory_order_relaxed);
   out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
+  out->yield_mask = d.yield_mask.load(std::memory_order_relaxed);
 }
 
 // Keeps the page's limits (memory, class, compute) as the fallback: the
@@ -187,6 +191,7 @@ struct Registration {
   int fd = -1;
   const LimitsPage* limits = nullptr;
   TelemetryPage* telemetry = nullptr;
+  YieldPage* yield = nullptr;  // layout 4: the job's own yield page
 };
 
 // Sends the whole message; `passed` (when >= 0) goes with its first byte.
@@ -226,7 +231,7 @@ bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline
 }
 
 // Reads one reply line, and the descriptors sent with it, before the deadline.
-bool receive_reply(int fd, char* line, std::size_t size, int fds[2], int* fd_count,
+bool receive_reply(int fd, char* line, std::size_t size, int fds[3], int* fd_count,
                    std::uint64_t deadline_ns) {
   std::size_t length = 0;
   *fd_count = 0;
@@ -236,7 +241,7 @@ bool receive_reply(int fd, char* line, std::size_t size, int fds[2], int* fd_cou
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) return false;
     iovec io{line + length, size - 1 - length};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)];
     msghdr message{};
     message.msg_iov = &io;
     message.msg_iovlen = 1;
@@ -251,7 +256,7 @@ bool receive_reply(int fd, char* line, std::size_t size, int fds[2], int* fd_cou
       for (std::size_t i = 0; i < count; ++i) {
         int received;
         memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        if (*fd_count < 2) {
+        if (*fd_count < 3) {
           fds[(*fd_count)++] = received;
         } else {
           close(received);  // more than the protocol sends
@@ -269,9 +274,9 @@ void close_fds(int* fds, int count) {
   for (int i = 0; i < count; ++i) close(fds[i]);
 }
 
-// Maps and checks the two pages. On success the descriptors are closed (the
-// mappings keep the memfds alive).
-bool map_pages(int limits_fd, int telemetry_fd, Registration* out) {
+// Maps and checks the three pages. On success the descriptors are closed
+// (the mappings keep the memfds alive).
+bool map_pages(int limits_fd, int telemetry_fd, int yield_fd, Registration* out) {
   struct stat a, b;
   if (fstat(limits_fd, &a) != 0 || fstat(telemetry_fd, &b) != 0 ||
       a.st_size < static_cast<off_t>(kControlPageBytes) ||
@@ -298,8 +303,15 @@ bool map_pages(int limits_fd, int telemetry_fd, Registration* out) {
     munmap(telemetry, kControlPageBytes);
     return false;
   }
+  if (!yield_map_own(yield_fd, page->job_id, &out->yield)) {
+    log_line("cannot map and seal the yield page");
+    munmap(limits, kControlPageBytes);
+    munmap(telemetry, kControlPageBytes);
+    return false;
+  }
   close(limits_fd);
   close(telemetry_fd);
+  close(yield_fd);
   out->limits = page;
   out->telemetry = tele;
   return true;
@@ -363,7 +375,7 @@ Outcome try_register(int timeout_ms, Registration* out) {
   char message[8192];
   std::size_t length = wire::write_register(message, sizeof message, fields);
   char reply[kMaxReplyBytes];
-  int fds[2];
+  int fds[3];
   int fd_count = 0;
   bool sent = length != 0 && send_all(fd, message, length, deadline, tree_fd);
   if (tree_fd >= 0) close(tree_fd);
@@ -374,7 +386,7 @@ Outcome try_register(int timeout_ms, Registration* out) {
   }
   char kind[32];
   if (!wire::find_string(reply, "kind", kind, sizeof kind) || strcmp(kind, "registered") != 0 ||
-      fd_count != 2) {
+      fd_count != 3) {
     char why[256] = "no reason given";
     wire::find_string(reply, "message", why, sizeof why);
     log_line("coordinator refused the registration: %s", why);
@@ -382,7 +394,7 @@ Outcome try_register(int timeout_ms, Registration* out) {
     close(fd);
     return Outcome::kRefused;
   }
-  if (!map_pages(fds[0], fds[1], out)) {
+  if (!map_pages(fds[0], fds[1], fds[2], out)) {
     close_fds(fds, fd_count);
     close(fd);
     return Outcome::kRefused;
@@ -443,6 +455,8 @@ void publish(const Registration& registration) {
   g_state.last_job_id.store(registration.limits->job_id, std::memory_order_relaxed);
   g_state.registrations.fetch_add(1, std::memory_order_relaxed);
   g_launch_gate.page.store(registration.limits, std::memory_order_release);
+  yield_reset_stream();
+  yield_publish_own(registration.yield);
   log_line("registered as job %llu with %s",
            static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path);
 }
@@ -462,6 +476,8 @@ void retire(bool close_socket) {
     g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
+  // The job's own yield page stays marked (opportunistic jobs keep
+  // following it on their last masks) until a new registration replaces it.
   if (g_state.telemetry != nullptr) {
     munmap(g_state.telemetry, kControlPageBytes);
     g_state.telemetry = nullptr;
@@ -487,11 +503,9 @@ bool serve(int fd) {
     if (ready < 0 && errno != EINTR) return false;
     if (fds[1].revents != 0) return true;
     if (fds[0].revents != 0) {
-      // The coordinator sends nothing after the reply today; read and
-      // ignore whatever a later version sends, and notice the end.
-      char buffer[512];
-      ssize_t n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      // After the reply the coordinator sends only yield pages (layout 4);
+      // anything else is ignored. Notice the end.
+      if (!yield_receive(fd)) {
         log_line("coordinator went away; keeping the last limits");
         return false;
       }
@@ -540,6 +554,7 @@ void after_fork_in_child() {
     keep_page_limits(page);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
   }
+  g_own_yield.store(nullptr, std::memory_order_relaxed);  // the parent's mark, not ours
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
   // either way, and nothing in the child writes to it).
   g_state.telemetry = nullptr;
@@ -723,6 +738,7 @@ void compute_limits(int device, ComputeView* out) {
   out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
   out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
   out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
+  out->yield_mask = g_state.fallback_yield_mask[device].load(std::memory_order_relaxed);
 }
 
 void wait_while_paused() {

@@ -66,6 +66,9 @@ struct ComputeView {
   std::uint64_t launch_window_ns = 0;
   std::uint64_t max_queued = kNoLimit;
   std::uint64_t compute_cap_ppm = kNoLimit;
+  /// Yield slots to wait for (layout 4); kept, like the limits, when the
+  /// coordinator goes away (yield.h bounds a mark nobody clears).
+  std::uint64_t yield_mask = 0;
 };
 
 /// Counters owned and updated by the interposer on its hot paths

@@ -23,7 +23,10 @@
 //               min_eval and min_iterations iterations, after settle.
 //   slow-start  from h = 1/32: h doubles after each measurement within the
 //               slowdown target, and halves into avoid otherwise.
-//   avoid       additive increase by a step fixed on entry (a tenth of h),
+//   avoid       additive increase by a step set on entry and at each
+//               decrease (a tenth of h, at least 1/32), doubled after
+//               every two good steps in a row (at most 1/4: a level cut
+//               by noise comes back within about a second), and
 //               multiplicative decrease by 0.7 (by 0.35 when the slowdown
 //               is over four times the target).
 // Each step measures for max(min_eval, min_iterations periods) after a
@@ -41,25 +44,26 @@
 // between themselves as the GPU does, unthrottled, and each one's solo
 // speed is measured while the others run too (placement avoids this).
 //
-// Not built (yet): a fast yield signal, a per-device page where production
-// jobs mark that they have GPU work in flight and opportunistic jobs wait
-// while it is set. Its costs: a store to a cache line other processes read
-// on the production job's launch path (one per iteration if only the first
-// launch after a boundary marks), a FUTEX_WAKE on its sync path, and it
-// only means something for jobs that synchronise every iteration (an
-// asynchronous production job would look busy all the time; the loop's
-// share stays the guard against that). The time-sliced simulator has now
-// decided that it is needed (bench/share/results.md): every opportunistic
-// kernel that overlaps a production kernel takes slices from it, so a
-// share of wall time, placed blindly, slows production by about half of
-// it (a static 50% cap: production at 0.69-0.91 of solo) and a 3%
-// target leaves the loop near its floor (harvest 0.04-0.16 against the
-// 0.80 target; FIFO gave 0.06-0.45). Only an opportunistic job that runs
-// in the production job's host gaps can harvest them; that needs to know
-// where the gaps are, which is what the page says. Plan: a third memfd at
-// registration, writable by the coordinator and the device's production
-// jobs, mapped read-only by opportunistic ones; one load on their launch
-// path; launches wait while it is set, still within the loop's share.
+// The fast yield signal (compute_yield.h, control_block.h layout 4,
+// coord/job/yield.h). The time-sliced simulator showed that a share alone
+// cannot reach the harvest target: every opportunistic kernel that overlaps
+// a production kernel takes slices from it, so a share of wall time placed
+// blindly slows production by about half of it (a static 50% cap:
+// production at 0.69-0.91 of solo) and a 3% target left the loop near its
+// floor (harvest 0.04-0.16 against the 0.80 target, in the run kept in
+// bench/share/results-before-yield.md). Only an opportunistic job that
+// runs in the production job's host gaps can harvest them, so each job
+// marks a page of its own busy from a launch until its next
+// synchronisation, with the time of its last clear and its estimated gap,
+// and opportunistic launches, once this loop's share lets them go, wait
+// while a production job on their device is marked, and do not start a
+// kernel that would outlast its gap. This loop
+// still sets the share: it guards a production job whose marks say little
+// (one that never synchronises looks busy all the time, and a mark held
+// for a second is dropped), and splits the harvest between opportunistic
+// jobs. The costs: one load of the job's own cache line per launch (a
+// store and a clock read at an iteration's first launch), and a clock read
+// and a FUTEX_WAKE at its synchronisation.
 #include "coord/server/compute_control.h"
 
 #include <algorithm>
@@ -72,6 +76,8 @@ namespace {
 constexpr std::uint64_t kHistoryNs = 2'500'000'000;
 constexpr std::uint64_t kShowWindowNs = 500'000'000;
 constexpr double kStartHarvest = 1.0 / 32;
+constexpr double kMinStep = 1.0 / 32;  // additive increase, at least
+constexpr double kMaxStep = 1.0 / 4;
 
 struct Sample {
   std::uint64_t now = 0;
@@ -264,11 +270,18 @@ class GpushareController : public DeviceController {
       } else {
         harvest_ = std::max(t_.harvest_min, harvest_ / 2);
         phase_ = Phase::kAvoid;
-        step_ = std::max(harvest_ / 10, t_.harvest_min);
+        step_ = std::max(harvest_ / 10, kMinStep);
+        goods_ = 0;
       }
     } else if (good) {
       harvest_ = std::min(1.0, harvest_ + step_);
+      // Good steps in a row: the level was cut by noise, not by harm
+      // (with the yield in force, overlap costs production little), so
+      // the step grows to find the level again within about a second.
+      if (++goods_ % 2 == 0) step_ = std::min(step_ * 2, kMaxStep);
     } else {
+      goods_ = 0;
+      step_ = std::max(harvest_ / 10, kMinStep);
       harvest_ = std::max(t_.harvest_min, harvest_ * (slowdown > 4 * target ? 0.35 : 0.7));
     }
     // Over the target with the opportunistic jobs at the floor: the
@@ -336,6 +349,7 @@ class GpushareController : public DeviceController {
   std::uint64_t change_ns_ = 0;
   double harvest_ = 1.0;
   double step_ = 0;
+  int goods_ = 0;  // good steps in a row, in avoid
   int stale_ = 0;
 };
 

@@ -51,6 +51,12 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
   Result<void*> telemetry = create_page("gpushare-telemetry", &block->telemetry_fd_);
   if (!telemetry) return telemetry.error();
   block->telemetry_ = new (*telemetry) TelemetryPage{};
+  Result<void*> yield = create_page("gpushare-yield", &block->yield_fd_);
+  if (!yield) return yield.error();
+  block->yield_ = new (*yield) YieldPage{};
+  block->yield_->magic = kYieldMagic;
+  block->yield_->layout_version = kLayoutVersion;
+  block->yield_->job_id = job_id;
 
   LimitsPage& page = *block->limits_;
   page.magic = kLimitsMagic;
@@ -65,6 +71,7 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
     d.launch_window_ns.store(0);
     d.max_queued.store(kNoLimit);
     d.compute_cap_ppm.store(kNoLimit);
+    d.yield_mask.store(0);
     page.device_resident_target[i].store(kNoLimit);
   }
   page.throttle.store(0);
@@ -81,13 +88,54 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
   if (fcntl(block->telemetry_fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     return os_error("sealing the telemetry page");
   }
+  // The yield page only against resizing: the job maps it writable first,
+  // then seals it against every later writable mapping itself.
+  if (fcntl(block->yield_fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    return os_error("sealing the yield page");
+  }
   return block;
 }
 
 ControlBlock::~ControlBlock() {
   close_descriptors();
+  if (yield_ != nullptr) {
+    // The job is gone: its mark must not hold anyone. Receivers keep the
+    // page mapped, so clearing it here frees their waiting launches.
+    yield_->busy.store(0, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&yield_->busy), FUTEX_WAKE, INT_MAX,
+            nullptr, nullptr, 0);
+    munmap(yield_, kControlPageBytes);
+  }
+  if (yield_fd_ >= 0) close(yield_fd_);
   if (limits_ != nullptr) munmap(limits_, kControlPageBytes);
   if (telemetry_ != nullptr) munmap(telemetry_, kControlPageBytes);
+}
+
+bool ControlBlock::yield_sealed() {
+  if (!yield_sealed_ && yield_fd_ >= 0) {
+    int seals = fcntl(yield_fd_, F_GET_SEALS);
+    yield_sealed_ = seals >= 0 && (seals & F_SEAL_FUTURE_WRITE) != 0;
+  }
+  return yield_sealed_;
+}
+
+bool ControlBlock::yield_busy() const {
+  return yield_ != nullptr && yield_->busy.load(std::memory_order_relaxed) != 0;
+}
+
+std::uint64_t ControlBlock::yield_marks() const {
+  return yield_ != nullptr ? yield_->marks.load(std::memory_order_relaxed) : 0;
+}
+
+std::uint64_t ControlBlock::yield_mask(int device) const {
+  return limits_->devices[device].yield_mask.load(std::memory_order_relaxed);
+}
+
+void ControlBlock::set_yield_mask(int device, std::uint64_t mask) {
+  if (yield_mask(device) == mask) return;
+  limits_->devices[device].yield_mask.store(mask, std::memory_order_release);
+  update_throttle();
+  bump();
 }
 
 void ControlBlock::close_descriptors() {
@@ -172,15 +220,21 @@ void ControlBlock::set_compute(int device, const ComputeLimits& limits) {
   d.launch_budget.store(limits.launch_budget, std::memory_order_release);
   d.max_queued.store(limits.max_queued, std::memory_order_release);
   d.compute_cap_ppm.store(limits.compute_cap_ppm, std::memory_order_release);
+  update_throttle();
+  bump();
+}
+
+// `throttle` is set exactly while some device has a limit or a yield mask.
+void ControlBlock::update_throttle() {
   std::uint32_t any = 0;
   for (int i = 0; i < device_count(); ++i) {
     ComputeLimits c = compute(i);
-    if (c.launch_budget != kNoLimit || c.max_queued != kNoLimit || c.compute_cap_ppm != kNoLimit) {
+    if (c.launch_budget != kNoLimit || c.max_queued != kNoLimit || c.compute_cap_ppm != kNoLimit ||
+        yield_mask(i) != 0) {
       any = 1;
     }
   }
   limits_->throttle.store(any, std::memory_order_release);
-  bump();
 }
 
 void ControlBlock::bump() { limits_->generation.fetch_add(1, std::memory_order_release); }

@@ -33,8 +33,20 @@ class ControlBlock {
   /// The descriptors to send to the job (valid until close_descriptors()).
   int limits_fd() const { return limits_fd_; }
   int telemetry_fd() const { return telemetry_fd_; }
-  /// Closes the descriptors once sent; the mappings stay.
+  /// Closes the limits and telemetry descriptors once sent; the mappings
+  /// stay. The yield page's descriptor stays open: it is sent on to
+  /// opportunistic jobs (layout 4).
   void close_descriptors();
+
+  /// The job's yield page (control_block.h, layout 4): its descriptor, to
+  /// send at registration and to opportunistic jobs once sealed.
+  int yield_fd() const { return yield_fd_; }
+  /// Whether the job sealed its yield page against writable mappings, so
+  /// that a receiver can only read it (checked until true, then kept).
+  bool yield_sealed();
+  /// The job's busy mark now, and its 0 -> 1 transitions so far.
+  bool yield_busy() const;
+  std::uint64_t yield_marks() const;
 
   int device_count() const { return static_cast<int>(limits_->device_count); }
   std::uint64_t mem_limit(int device) const;
@@ -47,6 +59,10 @@ class ControlBlock {
   /// Stores a device's compute limits (a no-op when unchanged) and keeps
   /// the page's `throttle` flag true exactly while some limit is in force.
   void set_compute(int device, const ComputeLimits& limits);
+  /// The yield slots an opportunistic job waits for on a device (layout 4);
+  /// keeps `throttle` set while any is. A no-op when unchanged.
+  std::uint64_t yield_mask(int device) const;
+  void set_yield_mask(int device, std::uint64_t mask);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
   /// The most managed bytes the job may keep on a device (issue 11);
@@ -69,9 +85,13 @@ class ControlBlock {
  private:
   ControlBlock() = default;
   void bump();
+  void update_throttle();
 
   int limits_fd_ = -1;
   int telemetry_fd_ = -1;
+  int yield_fd_ = -1;
+  bool yield_sealed_ = false;
+  YieldPage* yield_ = nullptr;
   LimitsPage* limits_ = nullptr;
   TelemetryPage* telemetry_ = nullptr;
 };

@@ -101,7 +101,9 @@ std::size_t fit_connections_to_descriptors(std::size_t wanted) {
   std::size_t usable = files.rlim_cur > kReservedDescriptors * 2
                            ? static_cast<std::size_t>(files.rlim_cur) - kReservedDescriptors
                            : kReservedDescriptors;
-  return std::min(wanted, std::max<std::size_t>(usable / 3, 8));
+  // Four per process at most: its socket, its pidfd, its yield page and
+  // (for a job's first process) the job's tree file.
+  return std::min(wanted, std::max<std::size_t>(usable / 4, 8));
 }
 
 // One warning line a second at most for each kind of repeated event, so a
@@ -176,7 +178,37 @@ struct Server::Impl {
   std::unique_ptr<Enforcer> enforcer;  // issue 18 (6): null when not checking
 
   Impl(ServerOptions o, Listener l)
-      : options(std::move(o)), listener(std::move(l)), registry(options.policy) {}
+      : options(std::move(o)), listener(std::move(l)), registry(options.policy) {
+    compute.set_yield_sender([this](std::uint64_t process_key, int slot, int fd) {
+      return send_yield_page(process_key, slot, fd);
+    });
+  }
+
+  // Issue 10, the yield signal: a production job's yield page, sent to an
+  // opportunistic job's connection (control_block.h, layout 4). The job
+  // reads nothing else from us after its reply, so the socket has room.
+  bool send_yield_page(std::uint64_t process_key, int slot, int fd) {
+    for (auto& [key, c] : connections) {
+      if (c.role != Role::kJob || c.process_key != process_key || !c.out.empty()) continue;
+      std::string line =
+          "{\"kind\":\"yield-page\",\"version\":1,\"slot\":" + std::to_string(slot) + "}\n";
+      iovec io{line.data(), line.size()};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof fd)] = {};
+      msghdr message{};
+      message.msg_iov = &io;
+      message.msg_iovlen = 1;
+      message.msg_control = control;
+      message.msg_controllen = sizeof control;
+      cmsghdr* header = CMSG_FIRSTHDR(&message);
+      header->cmsg_level = SOL_SOCKET;
+      header->cmsg_type = SCM_RIGHTS;
+      header->cmsg_len = CMSG_LEN(sizeof fd);
+      std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+      return sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+             static_cast<ssize_t>(line.size());
+    }
+    return false;
+  }
   ~Impl() {
     for (auto& [key, connection] : connections) close_fds(connection);
     if (idle_fd >= 0) close(idle_fd);
@@ -647,8 +679,6 @@ struct Server::Impl {
     c.process_key = process.key;
     arm_idle_timer();
 
-    // The reply carries both memfds; the job keeps them mapped, so our
-    // copies of the descriptors can go at once.
     if (!send_control_block(c, job.id, *process.block)) {
       drop(key, "could not be sent its control block");
       return false;
@@ -680,9 +710,12 @@ struct Server::Impl {
   }
 
   static bool send_control_block(Connection& c, std::uint64_t job_id, ControlBlock& block) {
+    // The reply carries the three memfds; the job keeps them mapped, so our
+    // copies of the first two can go at once (the yield page's stays: it
+    // is passed on to opportunistic jobs, compute_yield.h).
     std::string line = encode_registered(job_id);
     iovec io{line.data(), line.size()};
-    int fds[2] = {block.limits_fd(), block.telemetry_fd()};
+    int fds[3] = {block.limits_fd(), block.telemetry_fd(), block.yield_fd()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
     msghdr message{};
     message.msg_iov = &io;

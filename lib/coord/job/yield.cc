@@ -1,0 +1,262 @@
+#include "coord/job/yield.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coord/job/wire.h"
+
+namespace gpushare::coord {
+
+constinit std::atomic<YieldPage*> g_own_yield{nullptr};
+
+namespace {
+
+// The pages followed, by slot (read-only mappings).
+constinit std::atomic<const YieldPage*> g_slots[kYieldSlots] = {};
+
+// Per slot: the mark last seen set, and since when (the stuck-mark rule).
+struct Seen {
+  std::atomic<const YieldPage*> page;
+  std::atomic<std::uint64_t> marks;
+  std::atomic<std::uint64_t> since_ns;
+  // Since when the gap rule has held launches back with the job not seen
+  // busy (0: it is not): a page that always says "back soon" but never is
+  // holds nobody longer than kYieldHoldMaxNs.
+  std::atomic<std::uint64_t> gap_since_ns;
+};
+constinit Seen g_seen[kYieldSlots] = {};
+
+// The line being received (the client thread's only).
+struct Stream {
+  char line[512];
+  std::size_t length;
+  bool overflow;  // the current line is too long: skip to its end
+  int fd;         // +1: the descriptor that came with the current line
+};
+constinit Stream g_stream{};
+
+long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t value,
+           const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<const std::uint32_t*>(word), op, value, timeout,
+                 nullptr, 0);
+}
+
+// A page the coordinator sent: read-only, checked, then in its slot.
+void adopt(int slot, int fd) {
+  struct stat st;
+  if (slot < 0 || slot >= kYieldSlots || fstat(fd, &st) != 0 ||
+      st.st_size < static_cast<off_t>(kControlPageBytes)) {
+    return;
+  }
+  void* mapped = mmap(nullptr, kControlPageBytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (mapped == MAP_FAILED) return;
+  const auto* page = static_cast<const YieldPage*>(mapped);
+  if (page->magic != kYieldMagic || page->layout_version != kLayoutVersion) {
+    munmap(mapped, kControlPageBytes);
+    return;
+  }
+  g_slots[slot].store(page, std::memory_order_release);  // the old one stays mapped
+}
+
+// `"slot":N` in a line; -1 when absent or malformed.
+int find_slot(const char* line) {
+  const char* at = strstr(line, "\"slot\":");
+  if (at == nullptr) return -1;
+  at += 7;
+  int value = 0;
+  int digits = 0;
+  while (*at >= '0' && *at <= '9' && digits < 3) value = value * 10 + (*at++ - '0'), ++digits;
+  return digits > 0 && (*at < '0' || *at > '9') ? value : -1;
+}
+
+// One complete line with the descriptor that came with it (or -1).
+void handle_line(const char* line, int fd) {
+  char kind[32];
+  if (fd >= 0 && wire::find_string(line, "kind", kind, sizeof kind) &&
+      strcmp(kind, "yield-page") == 0) {
+    adopt(find_slot(line), fd);
+  }
+}
+
+std::uint64_t clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+void yield_mark_start(YieldPage* page) {
+  page->busy.store(1, std::memory_order_release);
+  page->marks.fetch_add(1, std::memory_order_relaxed);
+  // The gap just ended. The estimate shrinks at once and grows by an
+  // eighth of the difference: a follower errs toward leaving a gap early.
+  std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+  std::uint64_t now = clock_ns();
+  if (cleared == 0 || now <= cleared) return;
+  std::uint64_t gap = now - cleared;
+  std::uint64_t estimate = page->gap_ns.load(std::memory_order_relaxed);
+  estimate = estimate == 0 || gap < estimate ? gap : estimate + (gap - estimate) / 8;
+  page->gap_ns.store(estimate, std::memory_order_relaxed);
+}
+
+void yield_clear_busy() {
+  YieldPage* page = g_own_yield.load(std::memory_order_acquire);
+  if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) return;
+  page->cleared_ns.store(clock_ns(), std::memory_order_relaxed);  // before the clear is seen
+  if (page->busy.exchange(0, std::memory_order_release) != 0) {
+    futex(&page->busy, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+bool yield_map_own(int fd, std::uint64_t job_id, YieldPage** out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kControlPageBytes)) return false;
+  void* mapped = mmap(nullptr, kControlPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapped == MAP_FAILED) return false;
+  auto* page = static_cast<YieldPage*>(mapped);
+  // Our mapping is the last writable one: the coordinator passes the page
+  // to other jobs only once it sees this seal.
+  if (page->magic != kYieldMagic || page->layout_version != kLayoutVersion ||
+      page->job_id != job_id || fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+    munmap(mapped, kControlPageBytes);
+    return false;
+  }
+  *out = page;
+  return true;
+}
+
+void yield_publish_own(YieldPage* page) {
+  YieldPage* old = g_own_yield.exchange(page, std::memory_order_acq_rel);
+  if (old != nullptr && old != page && old->busy.exchange(0) != 0) {
+    futex(&old->busy, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+void yield_reset_stream() {
+  if (g_stream.fd > 0) close(g_stream.fd - 1);
+  g_stream = Stream{};
+}
+
+bool yield_receive(int socket_fd) {
+  char buffer[512];
+  iovec io{buffer, sizeof buffer};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (n == 0) return false;
+  // The coordinator sends one descriptor with the first byte of its
+  // message, so a descriptor belongs to the line that byte starts (the
+  // kernel never merges data past a descriptor into one read).
+  int fd = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int received;
+      memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (fd < 0) {
+        fd = received;
+      } else {
+        close(received);  // more than one per message: not ours to keep
+      }
+    }
+  }
+  if (fd >= 0) {
+    if (g_stream.fd > 0) close(g_stream.fd - 1);
+    g_stream.fd = fd + 1;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    char ch = buffer[i];
+    if (ch != '\n') {
+      if (g_stream.length + 1 < sizeof g_stream.line) {
+        g_stream.line[g_stream.length++] = ch;
+      } else {
+        g_stream.overflow = true;
+      }
+      continue;
+    }
+    g_stream.line[g_stream.length] = '\0';
+    int line_fd = g_stream.fd - 1;
+    if (!g_stream.overflow) handle_line(g_stream.line, line_fd);
+    if (line_fd >= 0) close(line_fd);  // the mapping, if any, keeps the memfd
+    g_stream.fd = 0;
+    g_stream.length = 0;
+    g_stream.overflow = false;
+  }
+  return true;
+}
+
+const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns) {
+  for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
+    if ((mask & 1) == 0) continue;
+    const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+    if (page == nullptr || page->busy.load(std::memory_order_acquire) == 0) continue;
+    // The coordinator's rule, kept here too (it may be gone, and a
+    // producer that died marked stays marked): a mark held with no new
+    // transition for kYieldHoldMaxNs is ignored. Races between threads
+    // only move `since` a little.
+    std::uint64_t marks = page->marks.load(std::memory_order_relaxed);
+    Seen& seen = g_seen[slot];
+    if (seen.page.load(std::memory_order_relaxed) != page ||
+        seen.marks.load(std::memory_order_relaxed) != marks) {
+      seen.page.store(page, std::memory_order_relaxed);
+      seen.marks.store(marks, std::memory_order_relaxed);
+      seen.since_ns.store(now_ns, std::memory_order_relaxed);
+    } else if (now_ns - seen.since_ns.load(std::memory_order_relaxed) >= kYieldHoldMaxNs) {
+      continue;
+    }
+    seen.gap_since_ns.store(0, std::memory_order_relaxed);
+    return &page->busy;
+  }
+  return nullptr;
+}
+
+std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns) {
+  constexpr std::uint64_t kMaxGapSleepNs = 1'000'000;
+  std::uint64_t sleep = 0;
+  for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
+    if ((mask & 1) == 0) continue;
+    const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+    if (page == nullptr) continue;
+    std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+    std::uint64_t gap = page->gap_ns.load(std::memory_order_relaxed);
+    if (cleared == 0 || gap == 0 || now_ns < cleared) continue;
+    std::uint64_t end = cleared + gap;
+    if (now_ns >= cleared + 2 * gap) continue;  // long overdue: not coming back soon
+    if (now_ns + kernel_ns <= end) continue;    // the kernel fits in what is left
+    std::uint64_t since = g_seen[slot].gap_since_ns.load(std::memory_order_relaxed);
+    if (since == 0) {
+      g_seen[slot].gap_since_ns.store(now_ns, std::memory_order_relaxed);
+    } else if (now_ns - since >= kYieldHoldMaxNs) {
+      continue;  // never back: its gap says nothing
+    }
+    std::uint64_t wait = end > now_ns ? end - now_ns : kMaxGapSleepNs;
+    if (wait > kMaxGapSleepNs) wait = kMaxGapSleepNs;
+    if (wait > sleep) sleep = wait;
+  }
+  return sleep;
+}
+
+void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns) {
+  timespec timeout{static_cast<time_t>(timeout_ns / 1000000000ull),
+                   static_cast<long>(timeout_ns % 1000000000ull)};
+  futex(word, FUTEX_WAIT, 1, &timeout);  // returns at once when no longer 1
+}
+
+}  // namespace gpushare::coord

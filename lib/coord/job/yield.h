@@ -1,0 +1,80 @@
+// The job's side of the yield page (control_block.h, layout 4): its own
+// page, which it marks busy while it has GPU work in flight, and the pages
+// of production jobs the coordinator sends it, which its launches wait on.
+//
+// Costs on the hot paths: a launch loads one process-local pointer and,
+// when a page is mapped, the busy word (a cache line the job only stores
+// to once per iteration, at its first launch after a synchronisation, with
+// a clock read to learn its idle gap); a synchronising call that clears a
+// set mark reads the clock, stores twice and makes one FUTEX_WAKE system
+// call. A gated launch of an opportunistic job reads its yield_mask and,
+// for each slot the mask names, the busy word and the gap.
+//
+// No libstdc++: only libc, no allocation. Pages are never unmapped while
+// the process lives (a launch may hold a pointer to one an instant after
+// it is replaced): 4 KiB per production job the job has followed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "coord/contract/control_block.h"
+
+namespace gpushare::coord {
+
+/// The job's own yield page while registered (null otherwise), read by
+/// the launch and synchronisation paths.
+extern std::atomic<YieldPage*> g_own_yield;
+
+/// The first launch after a clear: sets the mark and learns the gap.
+void yield_mark_start(YieldPage* page);
+
+/// A launch: marks the job busy (one load when already marked).
+inline void yield_mark_busy() {
+  YieldPage* page = g_own_yield.load(std::memory_order_acquire);
+  if (page != nullptr && page->busy.load(std::memory_order_relaxed) == 0) yield_mark_start(page);
+}
+
+/// A synchronising call returned: the job's work is known finished; wakes
+/// the launches of opportunistic jobs that wait on the mark.
+void yield_clear_busy();
+
+/// Maps the job's own page from the registration's third descriptor:
+/// writable, then sealed against any later writable mapping (so that the
+/// coordinator may pass it on). False, with the descriptor left open, when
+/// it cannot be mapped or is not a yield page for `job_id`.
+bool yield_map_own(int fd, std::uint64_t job_id, YieldPage** out);
+
+/// Publishes (or, with null, retires) the job's own page; a retired page
+/// is cleared and its waiters woken first.
+void yield_publish_own(YieldPage* page);
+
+/// Reads what the coordinator sent on a registered socket after the reply:
+/// "yield-page" messages with a descriptor each (the descriptor maps read
+/// only into the message's slot). Returns false when the socket ended or
+/// failed; unknown or malformed messages are ignored.
+bool yield_receive(int socket_fd);
+
+/// Forgets the line in progress (a new connection starts a new stream).
+void yield_reset_stream();
+
+/// For a gated launch with `mask` (the limits page's yield_mask, or the
+/// last one while no coordinator is there): the busy word of a followed
+/// production job that has GPU work in flight now, or null when none. A
+/// mark held for kYieldHoldMaxNs (CLOCK_MONOTONIC `now_ns`) is not.
+const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns);
+
+/// When no followed job is busy: how long to sleep before a kernel of
+/// about `kernel_ns` may start, 0 when it may start now. A kernel that
+/// would still run when a followed job's gap ends (its last clear plus its
+/// estimated gap) waits for the gap's end; the job is then expected back,
+/// and is waited for until twice its gap has passed, after which its
+/// pattern is taken as broken and the kernel goes. At most 1 ms at a time;
+/// a job not seen busy while its gap held launches back for
+/// kYieldHoldMaxNs is not waited for until it is.
+std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns);
+
+/// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
+void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);
+
+}  // namespace gpushare::coord

@@ -1,0 +1,134 @@
+// The coordinator's half of the yield signal (compute_yield.h): slots,
+// the stuck-mark cap, and which pages and masks each opportunistic job gets.
+#include <catch2/catch.hpp>
+
+#include "coord/server/compute_yield.h"
+
+using namespace gpushare;
+using namespace gpushare::coord;
+
+namespace {
+constexpr std::uint64_t kMs = 1'000'000;
+
+YieldProducer producer(std::uint64_t id, bool busy = false, std::uint64_t marks = 0) {
+  YieldProducer p;
+  p.id = id;
+  p.sealed = true;
+  p.active = true;
+  p.busy = busy;
+  p.marks = marks;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("yield slots go to the first free one and come back when a job leaves") {
+  YieldSlots slots;
+  CHECK(slots.slot_of(10) == 0);
+  CHECK(slots.slot_of(11) == 1);
+  CHECK(slots.slot_of(10) == 0);  // stable
+  slots.keep_only({11});
+  CHECK(slots.holder(0) == 0);
+  CHECK(slots.slot_of(12) == 0);
+  for (std::uint64_t id = 13; id < 13 + kYieldSlots - 2; ++id) CHECK(slots.slot_of(id) >= 0);
+  CHECK(slots.slot_of(99) == -1);  // all taken: not followed
+}
+
+TEST_CASE("a mark held without a break for a second is stuck until it clears") {
+  YieldHold hold;
+  hold.sample(0, true, 1);
+  for (std::uint64_t t = 25; t < 1000; t += 25) {
+    hold.sample(t * kMs, true, 1);
+    CHECK_FALSE(hold.stuck());
+  }
+  hold.sample(1000 * kMs, true, 1);
+  CHECK(hold.stuck());
+  hold.sample(1025 * kMs, false, 1);
+  CHECK_FALSE(hold.stuck());
+}
+
+TEST_CASE("a mark set again and again is never stuck however busy the job is") {
+  YieldHold hold;
+  std::uint64_t marks = 0;
+  for (std::uint64_t t = 0; t < 3000; t += 25) {
+    hold.sample(t * kMs, true, ++marks);  // cleared and set between every two samples
+    CHECK_FALSE(hold.stuck());
+  }
+}
+
+TEST_CASE("a receiver gets a producer's page first and follows it once delivered") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> producers = {producer(7)};
+  planner.sample(0, producers, {7, 8});
+  std::vector<YieldDelivery> send;
+  CHECK(planner.mask(8, true, producers, &send) == 0);
+  REQUIRE(send.size() == 1);
+  CHECK(send[0].receiver == 8);
+  CHECK(send[0].producer == 7);
+  CHECK(send[0].slot == 0);
+  planner.delivered(send[0]);
+  send.clear();
+  CHECK(planner.mask(8, true, producers, &send) == 1);
+  CHECK(send.empty());
+  // Not controlled (the device is free), or the producer idle: no mask.
+  CHECK(planner.mask(8, false, producers, &send) == 0);
+  producers[0].active = false;
+  CHECK(planner.mask(8, true, producers, &send) == 0);
+  CHECK(send.empty());
+}
+
+TEST_CASE("an unsealed page is never passed on") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> producers = {producer(7)};
+  producers[0].sealed = false;
+  planner.sample(0, producers, {7, 8});
+  std::vector<YieldDelivery> send;
+  CHECK(planner.mask(8, true, producers, &send) == 0);
+  CHECK(send.empty());
+}
+
+TEST_CASE("a stuck producer is dropped from the mask and followed again once it clears") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> producers = {producer(7, true, 1)};
+  planner.sample(0, producers, {7, 8});
+  std::vector<YieldDelivery> send;
+  planner.mask(8, true, producers, &send);
+  planner.delivered(send.at(0));
+  send.clear();
+  CHECK(planner.mask(8, true, producers, &send) == 1);
+  planner.sample(1100 * kMs, producers, {7, 8});
+  CHECK(planner.mask(8, true, producers, &send) == 0);
+  producers[0].busy = false;
+  planner.sample(1125 * kMs, producers, {7, 8});
+  CHECK(planner.mask(8, true, producers, &send) == 1);
+}
+
+TEST_CASE("a slot freed by a departed producer is sent again for its next holder") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> first = {producer(7)};
+  planner.sample(0, first, {7, 8});
+  std::vector<YieldDelivery> send;
+  planner.mask(8, true, first, &send);
+  planner.delivered(send.at(0));
+  send.clear();
+  std::vector<YieldProducer> second = {producer(9)};
+  planner.sample(25 * kMs, second, {8, 9});  // 7 left, 9 came
+  CHECK(planner.mask(8, true, second, &send) == 0);
+  REQUIRE(send.size() == 1);
+  CHECK(send[0].producer == 9);
+  CHECK(send[0].slot == 0);
+  planner.delivered(send[0]);
+  send.clear();
+  CHECK(planner.mask(8, true, second, &send) == 1);
+}
+
+TEST_CASE("two producers on a device are both followed in their own slots") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> producers = {producer(3), producer(4)};
+  planner.sample(0, producers, {3, 4, 5});
+  std::vector<YieldDelivery> send;
+  planner.mask(5, true, producers, &send);
+  REQUIRE(send.size() == 2);
+  for (const YieldDelivery& d : send) planner.delivered(d);
+  send.clear();
+  CHECK(planner.mask(5, true, producers, &send) == 3);
+}

@@ -1,0 +1,229 @@
+// The yield page end to end in one process: the coordinator's page, the
+// job's seal, what a receiver may not do, and the futex between them.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "coord/job/yield.h"
+#include "coord/server/control_block_owner.h"
+
+using namespace gpushare;
+using namespace gpushare::coord;
+
+namespace {
+
+std::unique_ptr<ControlBlock> make_block(std::uint64_t id) {
+  std::uint64_t limits[1] = {kNoLimit};
+  auto block = ControlBlock::create(id, 1, limits, kQosProduction);
+  REQUIRE(block.ok());
+  return std::move(*block);
+}
+
+// Sends `line` with `fd` over a socket, as the server does.
+void send_with_fd(int socket_fd, const std::string& line, int fd) {
+  iovec io{const_cast<char*>(line.data()), line.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fd)] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof fd);
+  std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+  REQUIRE(sendmsg(socket_fd, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(line.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a yield page is passed on only once its job sealed it", "[coord][yield]") {
+  auto block = make_block(5);
+  CHECK_FALSE(block->yield_sealed());
+  YieldPage* own = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &own));
+  CHECK(block->yield_sealed());
+  // The job's mapping writes; the coordinator sees it.
+  own->busy.store(1);
+  CHECK(block->yield_busy());
+  munmap(own, kControlPageBytes);
+}
+
+TEST_CASE("a job refuses a yield page of another job", "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* own = nullptr;
+  CHECK_FALSE(yield_map_own(block->yield_fd(), 6, &own));
+  CHECK_FALSE(block->yield_sealed());
+}
+
+TEST_CASE("a receiver of a sealed yield page cannot write it", "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* own = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &own));
+  int fd = block->yield_fd();
+  errno = 0;
+  CHECK(mmap(nullptr, kControlPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+  CHECK(errno == EPERM);
+  void* readable = mmap(nullptr, kControlPageBytes, PROT_READ, MAP_SHARED, fd, 0);
+  REQUIRE(readable != MAP_FAILED);
+  CHECK(mprotect(readable, kControlPageBytes, PROT_READ | PROT_WRITE) != 0);
+  munmap(readable, kControlPageBytes);
+  std::uint32_t one = 1;
+  CHECK(pwrite(fd, &one, sizeof one, 64) < 0);
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  int reopened = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (reopened >= 0) {
+    CHECK(pwrite(reopened, &one, sizeof one, 64) < 0);
+    CHECK(mmap(nullptr, kControlPageBytes, PROT_WRITE, MAP_SHARED, reopened, 0) == MAP_FAILED);
+    close(reopened);
+  }
+  CHECK(ftruncate(fd, 0) != 0);
+  CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) != 0);  // sealed for good
+  CHECK(own->busy.load() == 0);
+  munmap(own, kControlPageBytes);
+}
+
+TEST_CASE("marks set at a launch, clear at a sync, and a departed job's mark clears",
+          "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* own = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &own));
+  yield_publish_own(own);
+  yield_mark_busy();
+  yield_mark_busy();
+  CHECK(block->yield_busy());
+  CHECK(block->yield_marks() == 1);  // one transition, however many launches
+  yield_clear_busy();
+  CHECK_FALSE(block->yield_busy());
+  yield_mark_busy();
+  CHECK(block->yield_marks() == 2);
+  yield_publish_own(nullptr);  // retired: cleared for whoever waits on it
+  CHECK_FALSE(block->yield_busy());
+  yield_mark_busy();  // no page: nothing
+  CHECK_FALSE(block->yield_busy());
+  munmap(own, kControlPageBytes);
+}
+
+TEST_CASE("a received page is followed by its slot and a waiter wakes at the clear",
+          "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* producer = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  yield_reset_stream();
+  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":3}\n", block->yield_fd());
+  // A message of another kind with a descriptor is ignored (and closed).
+  send_with_fd(pair[0], "{\"kind\":\"other\",\"version\":1,\"slot\":2}\n", block->yield_fd());
+  CHECK(yield_receive(pair[1]));
+  CHECK(yield_receive(pair[1]));
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 1000) == nullptr);  // followed, not busy
+  producer->busy.store(1);
+  const std::atomic<std::uint32_t>* word = yield_busy_word(std::uint64_t{1} << 3, 1000);
+  REQUIRE(word != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 2, 1000) == nullptr);  // slot 2 was never sent
+  CHECK(yield_busy_word(0, 1000) == nullptr);
+
+  std::atomic<bool> woke{false};
+  std::thread waiter([&] {
+    yield_wait(word, 30'000'000'000ull);  // the clear, not the timeout, ends it
+    woke = true;
+  });
+  yield_publish_own(producer);
+  yield_clear_busy();  // the producer synchronised
+  waiter.join();
+  CHECK(woke);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 1000) == nullptr);
+  // A mark held with no new transition is ignored after kYieldHoldMaxNs.
+  producer->marks.fetch_add(1);
+  producer->busy.store(1);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000) != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000 + kYieldHoldMaxNs - 1) != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000 + kYieldHoldMaxNs) == nullptr);
+  producer->marks.fetch_add(1);  // set again: followed again
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, 3000 + kYieldHoldMaxNs) != nullptr);
+  producer->busy.store(0);
+  yield_publish_own(nullptr);
+  close(pair[0]);
+  CHECK_FALSE(yield_receive(pair[1]));  // the coordinator went away
+  close(pair[1]);
+  munmap(producer, kControlPageBytes);
+}
+
+TEST_CASE("a yield mask keeps the throttle flag set", "[coord][yield]") {
+  auto block = make_block(5);
+  auto* limits = static_cast<const LimitsPage*>(
+      mmap(nullptr, kControlPageBytes, PROT_READ, MAP_SHARED, block->limits_fd(), 0));
+  REQUIRE(limits != MAP_FAILED);
+  CHECK(limits->throttle.load() == 0);
+  block->set_yield_mask(0, 5);
+  CHECK(limits->devices[0].yield_mask.load() == 5);
+  CHECK(limits->throttle.load() == 1);
+  block->set_yield_mask(0, 0);
+  CHECK(limits->throttle.load() == 0);
+  munmap(const_cast<LimitsPage*>(limits), kControlPageBytes);
+}
+
+TEST_CASE("a production job publishes its idle gap and a follower keeps kernels inside it",
+          "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* producer = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
+  yield_publish_own(producer);
+  // Two iterations: launch, sync, a host gap, launch again.
+  yield_mark_busy();
+  yield_clear_busy();
+  std::uint64_t cleared = producer->cleared_ns.load();
+  CHECK(cleared > 0);
+  CHECK(producer->gap_ns.load() == 0);  // no gap seen yet
+  yield_mark_busy();
+  std::uint64_t first_gap = producer->gap_ns.load();
+  CHECK(first_gap > 0);
+  yield_clear_busy();
+  yield_publish_own(nullptr);
+
+  // A follower's view of a job that cleared at t0 with gaps of 8 ms.
+  constexpr std::uint64_t kMs = 1'000'000;
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  yield_reset_stream();
+  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":1}\n", block->yield_fd());
+  REQUIRE(yield_receive(pair[1]));
+  std::uint64_t mask = std::uint64_t{1} << 1;
+  std::uint64_t t0 = 1000 * kMs;
+  producer->busy.store(0);
+  producer->cleared_ns.store(t0);
+  producer->gap_ns.store(8 * kMs);
+  CHECK(yield_gap_sleep(mask, t0 + 1 * kMs, 2 * kMs) == 0);        // fits: 2 ms of 7 left
+  CHECK(yield_gap_sleep(mask, t0 + 6 * kMs, 2 * kMs) == 0);        // just fits
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 1 * kMs);  // would overrun: wait the end
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs + kMs / 2, 2 * kMs) == kMs / 2);
+  CHECK(yield_gap_sleep(mask, t0 + 10 * kMs, 2 * kMs) == 1 * kMs);  // overdue: expected back
+  CHECK(yield_gap_sleep(mask, t0 + 16 * kMs, 2 * kMs) == 0);        // twice overdue: pattern broken
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 20 * kMs) == 1 * kMs);  // a long kernel never fits
+  CHECK(yield_gap_sleep(0, t0 + 7 * kMs, 2 * kMs) == 0);            // not followed
+  // A page that keeps saying "back soon" and is never seen busy holds
+  // launches back for kYieldHoldMaxNs at most.
+  std::uint64_t t1 = t0 + kYieldHoldMaxNs;
+  producer->cleared_ns.store(t1);
+  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 0);
+  producer->busy.store(1);  // seen busy: its gap counts again
+  producer->marks.fetch_add(1);
+  CHECK(yield_busy_word(mask, t1 + 8 * kMs) != nullptr);
+  producer->busy.store(0);
+  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 1 * kMs);
+  producer->cleared_ns.store(t0);
+  producer->gap_ns.store(0);
+  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 0);  // gap unknown
+  close(pair[0]);
+  close(pair[1]);
+  munmap(producer, kControlPageBytes);
+}
