@@ -1,60 +1,13 @@
-#include "coord/server/server.h"
-
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <ctime>
-#include <optional>
-#include <unordered_map>
-#include <utility>
-#include <variant>
-#include <vector>
-
-#include "common/units.h"
-#include "coord/contract/protocol.h"
-#include "coord/server/compute_loop.h"
-#include "coord/server/suspend.h"
-#include "coord/server/decisions.h"
-#include "coord/server/line_buffer.h"
-#include "coord/server/listener.h"
-#include "coord/server/memory_loop.h"
-#include "coord/server/registry.h"
+// The coordinator (server.h, server_impl.h): its event loop, timers,
+// connections and their backpressure, and the helpers both halves share;
+// what a connection asks is answered in server_requests.cc.
+#include "coord/server/server_impl.h"
 
 namespace gpushare::coord {
-namespace {
 
-// epoll tags: fixed ones below kFirstConnection; a connection's socket is
-// key*2, its job's pidfd key*2+1.
-constexpr std::uint64_t kTagListen = 1;
-constexpr std::uint64_t kTagStop = 2;
-constexpr std::uint64_t kTagIdle = 3;
-constexpr std::uint64_t kTagSweep = 4;
-constexpr std::uint64_t kTagAcceptPause = 5;
-constexpr std::uint64_t kTagCompute = 6;
-constexpr std::uint64_t kFirstConnection = 16;
+using namespace server_detail;
 
-constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kMaxReadPerEvent = 64 * 1024;  // fairness between peers
-constexpr std::size_t kMaxQueuedReply = 64 * 1024 * 1024;
-// A connection is not read (its requests not answered) while more than this
-// of its replies wait: backpressure instead of an ever-growing queue.
-constexpr std::size_t kBackpressureBytes = 256 * 1024;
-// Descriptors kept for everything but connections (epoll, timers, the
-// lock, the log, a spare, the job's memfds while registering).
-constexpr std::size_t kReservedDescriptors = 64;
-// How long accepting pauses when no descriptor is left even for the spare.
-constexpr std::int64_t kAcceptPauseNs = 100'000'000;
-// Repeated warnings of one kind: at most one line a second, with a count.
-constexpr std::uint64_t kWarningIntervalNs = 1'000'000'000;
+namespace server_detail {
 
 std::uint64_t now_ns() {
   timespec ts;
@@ -62,8 +15,6 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
-
-Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
 
 Caller peer_credentials(int fd) {
   Caller caller;
@@ -106,26 +57,6 @@ std::size_t fit_connections_to_descriptors(std::size_t wanted) {
   return std::min(wanted, std::max<std::size_t>(usable / 4, 8));
 }
 
-// One warning line a second at most for each kind of repeated event, so a
-// flood cannot fill the disk through the log.
-struct RateLimitedWarning {
-  std::uint64_t last_ns = 0;
-  std::uint64_t suppressed = 0;
-  // Returns the line to log now (with the count of lines held back), or
-  // nothing.
-  std::optional<std::string> pass(std::uint64_t now, const std::string& line) {
-    if (last_ns != 0 && now - last_ns < kWarningIntervalNs) {
-      ++suppressed;
-      return std::nullopt;
-    }
-    std::string out = line;
-    if (suppressed > 0) out += " (and " + std::to_string(suppressed) + " more like it)";
-    last_ns = now;
-    suppressed = 0;
-    return out;
-  }
-};
-
 std::string describe_limits(const Job& job) {
   std::string text;
   for (std::size_t i = 0; i < job.devices.size(); ++i) {
@@ -136,643 +67,388 @@ std::string describe_limits(const Job& job) {
   return job.devices.empty() ? "no devices" : "limit " + text;
 }
 
-}  // namespace
+Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
 
-struct Server::Impl {
-  enum class Role { kNew, kJob, kControl };
-  struct Connection {
-    int fd = -1;
-    Caller peer;
-    LineBuffer in{kMaxMessageBytes};
-    std::string out;
-    Role role = Role::kNew;
-    std::uint64_t process_key = 0;  // its registration, once a job (Registry::process)
-    int pidfd = -1;
-    int tree_fd = -1;  // the tree file a new connection passed, until it registers
-    bool want_write = false;
-    bool reading = true;  // false while its replies wait (backpressure)
-    std::uint64_t accepted_ns = 0;
-    std::uint64_t output_moved_ns = 0;  // when its queued replies last shrank
-  };
+}  // namespace server_detail
 
-  ServerOptions options;
-  Listener listener;
-  Registry registry;
-  int epoll_fd = -1;
-  int idle_fd = -1;
-  int sweep_fd = -1;
-  int compute_fd = -1;
-  ComputeLoop compute{options.compute_policy};
-  std::unordered_map<std::uint64_t, Connection> connections;
-  // Unregistered and control connections per user (jobs are bounded by the
-  // processes a user runs, and each costs the coordinator a pidfd too).
-  std::unordered_map<uid_t, std::size_t> connections_per_uid;
-  std::size_t non_job_connections = 0;
-  std::unordered_map<uid_t, std::size_t> queued_per_uid;
-  std::size_t queued_total = 0;
-  std::uint64_t next_key = kFirstConnection;
-  int spare_fd = -1;         // closed to accept-and-refuse when out of descriptors
-  int accept_pause_fd = -1;  // timer: accepting resumes when it fires
-  bool accepting = true;
-  RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
-  std::unique_ptr<Enforcer> enforcer;  // issue 18 (6): null when not checking
+Server::Impl::~Impl() {
+  for (auto& [key, connection] : connections) close_fds(connection);
+  if (idle_fd >= 0) close(idle_fd);
+  if (sweep_fd >= 0) close(sweep_fd);
+  if (compute_fd >= 0) close(compute_fd);
+  if (spare_fd >= 0) close(spare_fd);
+  if (accept_pause_fd >= 0) close(accept_pause_fd);
+  if (epoll_fd >= 0) close(epoll_fd);
+}
 
-  Impl(ServerOptions o, Listener l)
-      : options(std::move(o)), listener(std::move(l)), registry(options.policy) {
-    compute.set_yield_sender([this](std::uint64_t process_key, int slot, int fd) {
-      return send_yield_page(process_key, slot, fd);
-    });
+void Server::Impl::note(const std::string& line) const {
+  if (options.note) options.note(line);
+}
+
+void Server::Impl::warning(const std::string& line) const {
+  if (options.warning) options.warning(line);
+}
+
+// Loads an earlier coordinator's decisions for jobs still alive.
+void Server::Impl::restore_decisions() {
+  if (options.state_path.empty()) return;
+  Result<std::vector<Decision>> loaded = load_decisions(options.state_path);
+  if (!loaded) {
+    warning(loaded.error().message + "; starting afresh");
+    return;
   }
+  std::vector<Decision> alive;
+  for (Decision& decision : *loaded) {
+    if (kill(decision.pid, 0) == 0 || errno == EPERM) alive.push_back(std::move(decision));
+  }
+  if (!alive.empty()) {
+    note("remembering the decisions for " + std::to_string(alive.size()) +
+         " job(s) of an earlier coordinator until they register again");
+  }
+  registry.remember(std::move(alive));
+}
 
-  // Issue 10, the yield signal: a production job's yield page, sent to an
-  // opportunistic job's connection (control_block.h, layout 4). The job
-  // reads nothing else from us after its reply, so the socket has room.
-  bool send_yield_page(std::uint64_t process_key, int slot, int fd) {
-    for (auto& [key, c] : connections) {
-      if (c.role != Role::kJob || c.process_key != process_key || !c.out.empty()) continue;
-      std::string line =
-          "{\"kind\":\"yield-page\",\"version\":1,\"slot\":" + std::to_string(slot) + "}\n";
-      iovec io{line.data(), line.size()};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof fd)] = {};
-      msghdr message{};
-      message.msg_iov = &io;
-      message.msg_iovlen = 1;
-      message.msg_control = control;
-      message.msg_controllen = sizeof control;
-      cmsghdr* header = CMSG_FIRSTHDR(&message);
-      header->cmsg_level = SOL_SOCKET;
-      header->cmsg_type = SCM_RIGHTS;
-      header->cmsg_len = CMSG_LEN(sizeof fd);
-      std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-      return sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT) ==
-             static_cast<ssize_t>(line.size());
+void Server::Impl::save_decisions_now() {
+  if (options.state_path.empty()) return;
+  if (Status saved = save_decisions(options.state_path, registry.decisions()); !saved) {
+    limited_warning(state_warning, saved.error().message);
+  }
+}
+
+void Server::Impl::limited_warning(RateLimitedWarning& kind, const std::string& line) {
+  if (std::optional<std::string> out = kind.pass(now_ns(), line)) warning(*out);
+}
+
+std::size_t Server::Impl::root_reserve() const {
+  return std::max<std::size_t>(options.max_connections / 16, 2);
+}
+
+Status Server::Impl::watch(int fd, std::uint64_t tag, std::uint32_t events) {
+  epoll_event event{};
+  event.events = events;
+  event.data.u64 = tag;
+  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) return os_error("epoll_ctl");
+  return {};
+}
+
+Status Server::Impl::setup() {
+  epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) return os_error("epoll_create1");
+  if (Status ok = watch(listener.fd(), kTagListen, EPOLLIN); !ok) return ok;
+  if (options.stop_fd >= 0) {
+    if (Status ok = watch(options.stop_fd, kTagStop, EPOLLIN); !ok) return ok;
+  }
+  sweep_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (sweep_fd < 0) return os_error("timerfd_create");
+  // Sweep often enough to honour the first-message timeout within half of it.
+  std::int64_t period =
+      std::clamp<std::int64_t>(options.first_message_timeout.count() / 2, 1'000'000, 1'000'000'000);
+  timespec interval{period / 1000000000, period % 1000000000};
+  itimerspec sweeping{interval, interval};
+  timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
+  if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
+  start_enforcer();
+  compute_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (compute_fd < 0) return os_error("timerfd_create");
+  timespec tick{0, static_cast<long>(kComputeTickNs)};
+  itimerspec ticking{tick, tick};
+  timerfd_settime(compute_fd, 0, &ticking, nullptr);
+  if (Status ok = watch(compute_fd, kTagCompute, EPOLLIN); !ok) return ok;
+  spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (accept_pause_fd < 0) return os_error("timerfd_create");
+  if (Status ok = watch(accept_pause_fd, kTagAcceptPause, EPOLLIN); !ok) return ok;
+  if (options.idle_exit) {
+    idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (idle_fd < 0) return os_error("timerfd_create");
+    if (Status ok = watch(idle_fd, kTagIdle, EPOLLIN); !ok) return ok;
+    arm_idle_timer();
+  }
+  return {};
+}
+
+// Starts the grace period when no job is registered, stops it otherwise.
+void Server::Impl::arm_idle_timer() {
+  if (idle_fd < 0) return;
+  itimerspec spec{};
+  if (registry.size() == 0) {
+    auto ns = std::max<std::int64_t>(options.idle_grace.count(), 1);
+    spec.it_value.tv_sec = ns / 1000000000;
+    spec.it_value.tv_nsec = ns % 1000000000;
+  }
+  timerfd_settime(idle_fd, 0, &spec, nullptr);
+}
+
+void Server::Impl::close_fds(Connection& c) {
+  if (c.pidfd >= 0) close(c.pidfd);
+  if (c.fd >= 0) close(c.fd);
+  if (c.tree_fd >= 0) close(c.tree_fd);
+  c.pidfd = c.fd = c.tree_fd = -1;
+}
+
+// Forgets a connection, and its job if it registered one.
+void Server::Impl::drop(std::uint64_t key, const std::string& why) {
+  auto it = connections.find(key);
+  if (it == connections.end()) return;
+  Connection& c = it->second;
+  forget_queued(c, c.out.size());
+  if (c.role != Role::kJob) count_non_job(c.peer.uid, -1);
+  if (c.role == Role::kJob) {
+    if (const Process* process = registry.process(c.process_key)) {
+      const Job* job = registry.find(process->job_id);
+      bool last = job != nullptr && job->processes.size() == 1;
+      note("job " + std::to_string(process->job_id) + " '" + (job ? job->name : "") + "' (pid " +
+           std::to_string(process->pid) + ") " + why +
+           (last ? "" : "; the job's other processes go on"));
     }
+    registry.remove(c.process_key);
+    save_decisions_now();
+    arm_idle_timer();
+  }
+  close_fds(c);  // closing removes the descriptors from the epoll set
+  connections.erase(it);
+}
+
+void Server::Impl::count_non_job(uid_t uid, int change) {
+  std::size_t& count = connections_per_uid[uid];
+  count = change > 0 ? count + 1 : count - 1;
+  non_job_connections = change > 0 ? non_job_connections + 1 : non_job_connections - 1;
+  if (count == 0) connections_per_uid.erase(uid);
+}
+
+void Server::Impl::forget_queued(const Connection& c, std::size_t bytes) {
+  if (bytes == 0) return;
+  queued_total -= bytes;
+  std::size_t& mine = queued_per_uid[c.peer.uid];
+  mine -= bytes;
+  if (mine == 0) queued_per_uid.erase(c.peer.uid);
+}
+
+// Which events a connection waits for: input unless held back, output
+// while replies wait.
+void Server::Impl::update_interest(std::uint64_t key, Connection& c) {
+  epoll_event event{};
+  event.events = (c.reading ? EPOLLIN : 0u) | (c.want_write ? EPOLLOUT : 0u);
+  event.data.u64 = key * 2;
+  epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &event);
+}
+
+// Queues a reply and writes what the socket takes now.
+bool Server::Impl::reply(std::uint64_t key, Connection& c, const std::string& line) {
+  std::size_t user_queued = queued_per_uid.count(c.peer.uid) ? queued_per_uid[c.peer.uid] : 0;
+  bool over_user = c.peer.uid != 0 && user_queued + line.size() > options.max_queued_bytes_per_user;
+  if (c.out.size() + line.size() > kMaxQueuedReply || over_user ||
+      queued_total + line.size() > options.max_queued_bytes) {
+    limited_warning(unread_warning, "connection from pid " + std::to_string(c.peer.pid) + " uid " +
+                                        std::to_string(c.peer.uid) +
+                                        " does not read its replies; closed");
+    drop(key, "stopped reading");
     return false;
   }
-  ~Impl() {
-    for (auto& [key, connection] : connections) close_fds(connection);
-    if (idle_fd >= 0) close(idle_fd);
-    if (sweep_fd >= 0) close(sweep_fd);
-    if (compute_fd >= 0) close(compute_fd);
-    if (spare_fd >= 0) close(spare_fd);
-    if (accept_pause_fd >= 0) close(accept_pause_fd);
-    if (epoll_fd >= 0) close(epoll_fd);
-  }
+  if (c.out.empty()) c.output_moved_ns = now_ns();
+  c.out += line;
+  queued_total += line.size();
+  queued_per_uid[c.peer.uid] += line.size();
+  return flush(key, c);
+}
 
-  void note(const std::string& line) const {
-    if (options.note) options.note(line);
+bool Server::Impl::flush(std::uint64_t key, Connection& c) {
+  while (!c.out.empty()) {
+    ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c.out.erase(0, static_cast<std::size_t>(n));
+      forget_queued(c, static_cast<std::size_t>(n));
+      c.output_moved_ns = now_ns();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    drop(key, "disconnected");
+    return false;
   }
-  void warning(const std::string& line) const {
-    if (options.warning) options.warning(line);
+  bool want = !c.out.empty();
+  bool read = c.out.size() <= kBackpressureBytes;
+  if (want != c.want_write || read != c.reading) {
+    bool resumed = read && !c.reading;
+    c.want_write = want;
+    c.reading = read;
+    update_interest(key, c);
+    // Requests that arrived before reading stopped are answered now.
+    if (resumed) return answer_buffered(key);
   }
-  // Loads an earlier coordinator's decisions for jobs still alive.
-  void restore_decisions() {
-    if (options.state_path.empty()) return;
-    Result<std::vector<Decision>> loaded = load_decisions(options.state_path);
-    if (!loaded) {
-      warning(loaded.error().message + "; starting afresh");
+  return true;
+}
+
+// Answers the complete requests already read, while replies do not pile
+// up. Returns false when the connection was dropped.
+bool Server::Impl::answer_buffered(std::uint64_t key) {
+  for (;;) {
+    auto it = connections.find(key);
+    if (it == connections.end()) return false;
+    Connection& c = it->second;
+    if (!c.reading) return true;
+    std::optional<std::string> line = c.in.next_line();
+    if (!line) return true;
+    if (!handle_line(key, c, *line)) return false;
+  }
+}
+
+// A protocol violation: say why, then hang up. The reply is small and the
+// socket buffer empty enough in practice; what does not fit is dropped.
+void Server::Impl::reject(std::uint64_t key, Connection& c, const std::string& message) {
+  warning("connection from pid " + std::to_string(c.peer.pid) + " uid " +
+          std::to_string(c.peer.uid) + ": " + message + "; closed");
+  std::string line = encode_error(message, "bad-request");
+  ssize_t ignored = send(c.fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)ignored;
+  drop(key, "sent a bad message and was disconnected");
+}
+
+// Out of descriptors (EMFILE/ENFILE): the pending connection cannot be
+// accepted, and a level-triggered listener would report it again at once.
+// Close the spare descriptor, accept and refuse the peer, take the spare
+// back; with no spare, stop watching the listener for a moment.
+void Server::Impl::refuse_without_descriptors() {
+  limited_warning(descriptors_warning,
+                  "out of file descriptors: refusing connections until some close");
+  if (spare_fd >= 0) {
+    close(spare_fd);
+    int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      refuse(fd, "too many connections");
+      close(fd);
+    }
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) return;
+  }
+  pause_accepting();
+}
+
+void Server::Impl::pause_accepting() {
+  if (!accepting) return;
+  accepting = false;
+  epoll_event event{};
+  event.data.u64 = kTagListen;
+  epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
+  itimerspec pause{{0, 0}, {kAcceptPauseNs / 1000000000, kAcceptPauseNs % 1000000000}};
+  timerfd_settime(accept_pause_fd, 0, &pause, nullptr);
+}
+
+void Server::Impl::resume_accepting() {
+  std::uint64_t expirations;
+  ssize_t ignored = read(accept_pause_fd, &expirations, sizeof expirations);
+  (void)ignored;
+  if (spare_fd < 0) spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  accepting = true;
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.u64 = kTagListen;
+  epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
+}
+
+void Server::Impl::refuse(int fd, const std::string& why) {
+  std::string line = encode_error(why, "busy");
+  ssize_t ignored = send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)ignored;
+}
+
+void Server::Impl::accept_all() {
+  for (;;) {
+    int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        refuse_without_descriptors();
+        if (!accepting) return;
+        continue;
+      }
+      if (errno != EAGAIN)
+        limited_warning(refused_warning, std::string("accept: ") + std::strerror(errno));
       return;
     }
-    std::vector<Decision> alive;
-    for (Decision& decision : *loaded) {
-      if (kill(decision.pid, 0) == 0 || errno == EPERM) alive.push_back(std::move(decision));
+    Caller peer = peer_credentials(fd);
+    // Root always finds a slot; other users leave root's reserve free and
+    // each holds at most a quarter of the connections that are not jobs.
+    bool root = peer.uid == 0;
+    std::size_t per_user_cap = std::max<std::size_t>(options.max_connections / 4, 1);
+    std::size_t mine = connections_per_uid.count(peer.uid) ? connections_per_uid[peer.uid] : 0;
+    bool full = root ? connections.size() >= options.max_connections
+                     : connections.size() + root_reserve() >= options.max_connections ||
+                           mine >= per_user_cap;
+    if (full) {
+      limited_warning(refused_warning, "refused a connection from pid " + std::to_string(peer.pid) +
+                                           " uid " + std::to_string(peer.uid) +
+                                           ": too many connections");
+      refuse(fd, "too many connections");
+      close(fd);
+      continue;
     }
-    if (!alive.empty()) {
-      note("remembering the decisions for " + std::to_string(alive.size()) +
-           " job(s) of an earlier coordinator until they register again");
-    }
-    registry.remember(std::move(alive));
+    std::uint64_t key = next_key++;
+    Connection& c = connections[key];
+    c.fd = fd;
+    c.peer = std::move(peer);
+    c.accepted_ns = now_ns();
+    count_non_job(c.peer.uid, +1);
+    if (!watch(fd, key * 2, EPOLLIN)) drop(key, "could not be watched");
   }
+}
 
-  void save_decisions_now() {
-    if (options.state_path.empty()) return;
-    if (Status saved = save_decisions(options.state_path, registry.decisions()); !saved) {
-      limited_warning(state_warning, saved.error().message);
-    }
-  }
-
-  void limited_warning(RateLimitedWarning& kind, const std::string& line) {
-    if (std::optional<std::string> out = kind.pass(now_ns(), line)) warning(*out);
-  }
-
-  std::size_t root_reserve() const {
-    return std::max<std::size_t>(options.max_connections / 16, 2);
-  }
-  std::size_t job_reserve() const { return std::max<std::size_t>(options.max_connections / 8, 2); }
-
-  Status watch(int fd, std::uint64_t tag, std::uint32_t events) {
-    epoll_event event{};
-    event.events = events;
-    event.data.u64 = tag;
-    if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) return os_error("epoll_ctl");
-    return {};
-  }
-
-  Status setup() {
-    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd < 0) return os_error("epoll_create1");
-    if (Status ok = watch(listener.fd(), kTagListen, EPOLLIN); !ok) return ok;
-    if (options.stop_fd >= 0) {
-      if (Status ok = watch(options.stop_fd, kTagStop, EPOLLIN); !ok) return ok;
-    }
-    sweep_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (sweep_fd < 0) return os_error("timerfd_create");
-    // Sweep often enough to honour the first-message timeout within half of it.
-    std::int64_t period = std::clamp<std::int64_t>(options.first_message_timeout.count() / 2,
-                                                   1'000'000, 1'000'000'000);
-    timespec interval{period / 1000000000, period % 1000000000};
-    itimerspec sweeping{interval, interval};
-    timerfd_settime(sweep_fd, 0, &sweeping, nullptr);
-    if (Status ok = watch(sweep_fd, kTagSweep, EPOLLIN); !ok) return ok;
-    start_enforcer();
-    compute_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (compute_fd < 0) return os_error("timerfd_create");
-    timespec tick{0, static_cast<long>(kComputeTickNs)};
-    itimerspec ticking{tick, tick};
-    timerfd_settime(compute_fd, 0, &ticking, nullptr);
-    if (Status ok = watch(compute_fd, kTagCompute, EPOLLIN); !ok) return ok;
-    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (accept_pause_fd < 0) return os_error("timerfd_create");
-    if (Status ok = watch(accept_pause_fd, kTagAcceptPause, EPOLLIN); !ok) return ok;
-    if (options.idle_exit) {
-      idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-      if (idle_fd < 0) return os_error("timerfd_create");
-      if (Status ok = watch(idle_fd, kTagIdle, EPOLLIN); !ok) return ok;
-      arm_idle_timer();
-    }
-    return {};
-  }
-
-  // Starts the grace period when no job is registered, stops it otherwise.
-  void arm_idle_timer() {
-    if (idle_fd < 0) return;
-    itimerspec spec{};
-    if (registry.size() == 0) {
-      auto ns = std::max<std::int64_t>(options.idle_grace.count(), 1);
-      spec.it_value.tv_sec = ns / 1000000000;
-      spec.it_value.tv_nsec = ns % 1000000000;
-    }
-    timerfd_settime(idle_fd, 0, &spec, nullptr);
-  }
-
-  void close_fds(Connection& c) {
-    if (c.pidfd >= 0) close(c.pidfd);
-    if (c.fd >= 0) close(c.fd);
-    if (c.tree_fd >= 0) close(c.tree_fd);
-    c.pidfd = c.fd = c.tree_fd = -1;
-  }
-
-  // Forgets a connection, and its job if it registered one.
-  void drop(std::uint64_t key, const std::string& why) {
+void Server::Impl::on_readable(std::uint64_t key) {
+  std::size_t total = 0;
+  char buffer[kReadChunk];
+  while (total < kMaxReadPerEvent) {
     auto it = connections.find(key);
     if (it == connections.end()) return;
     Connection& c = it->second;
-    forget_queued(c, c.out.size());
-    if (c.role != Role::kJob) count_non_job(c.peer.uid, -1);
-    if (c.role == Role::kJob) {
-      if (const Process* process = registry.process(c.process_key)) {
-        const Job* job = registry.find(process->job_id);
-        bool last = job != nullptr && job->processes.size() == 1;
-        note("job " + std::to_string(process->job_id) + " '" + (job ? job->name : "") + "' (pid " +
-             std::to_string(process->pid) + ") " + why +
-             (last ? "" : "; the job's other processes go on"));
-      }
-      registry.remove(c.process_key);
-      save_decisions_now();
-      arm_idle_timer();
-    }
-    close_fds(c);  // closing removes the descriptors from the epoll set
-    connections.erase(it);
-  }
-
-  void count_non_job(uid_t uid, int change) {
-    std::size_t& count = connections_per_uid[uid];
-    count = change > 0 ? count + 1 : count - 1;
-    non_job_connections = change > 0 ? non_job_connections + 1 : non_job_connections - 1;
-    if (count == 0) connections_per_uid.erase(uid);
-  }
-
-  void forget_queued(const Connection& c, std::size_t bytes) {
-    if (bytes == 0) return;
-    queued_total -= bytes;
-    std::size_t& mine = queued_per_uid[c.peer.uid];
-    mine -= bytes;
-    if (mine == 0) queued_per_uid.erase(c.peer.uid);
-  }
-
-  // Which events a connection waits for: input unless held back, output
-  // while replies wait.
-  void update_interest(std::uint64_t key, Connection& c) {
-    epoll_event event{};
-    event.events = (c.reading ? EPOLLIN : 0u) | (c.want_write ? EPOLLOUT : 0u);
-    event.data.u64 = key * 2;
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &event);
-  }
-
-  // Queues a reply and writes what the socket takes now.
-  bool reply(std::uint64_t key, Connection& c, const std::string& line) {
-    std::size_t user_queued = queued_per_uid.count(c.peer.uid) ? queued_per_uid[c.peer.uid] : 0;
-    bool over_user =
-        c.peer.uid != 0 && user_queued + line.size() > options.max_queued_bytes_per_user;
-    if (c.out.size() + line.size() > kMaxQueuedReply || over_user ||
-        queued_total + line.size() > options.max_queued_bytes) {
-      limited_warning(unread_warning, "connection from pid " + std::to_string(c.peer.pid) +
-                                          " uid " + std::to_string(c.peer.uid) +
-                                          " does not read its replies; closed");
-      drop(key, "stopped reading");
-      return false;
-    }
-    if (c.out.empty()) c.output_moved_ns = now_ns();
-    c.out += line;
-    queued_total += line.size();
-    queued_per_uid[c.peer.uid] += line.size();
-    return flush(key, c);
-  }
-
-  bool flush(std::uint64_t key, Connection& c) {
-    while (!c.out.empty()) {
-      ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        c.out.erase(0, static_cast<std::size_t>(n));
-        forget_queued(c, static_cast<std::size_t>(n));
-        c.output_moved_ns = now_ns();
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) break;
-      drop(key, "disconnected");
-      return false;
-    }
-    bool want = !c.out.empty();
-    bool read = c.out.size() <= kBackpressureBytes;
-    if (want != c.want_write || read != c.reading) {
-      bool resumed = read && !c.reading;
-      c.want_write = want;
-      c.reading = read;
-      update_interest(key, c);
-      // Requests that arrived before reading stopped are answered now.
-      if (resumed) return answer_buffered(key);
-    }
-    return true;
-  }
-
-  // Answers the complete requests already read, while replies do not pile
-  // up. Returns false when the connection was dropped.
-  bool answer_buffered(std::uint64_t key) {
-    for (;;) {
-      auto it = connections.find(key);
-      if (it == connections.end()) return false;
-      Connection& c = it->second;
-      if (!c.reading) return true;
-      std::optional<std::string> line = c.in.next_line();
-      if (!line) return true;
-      if (!handle_line(key, c, *line)) return false;
-    }
-  }
-
-  // A protocol violation: say why, then hang up. The reply is small and the
-  // socket buffer empty enough in practice; what does not fit is dropped.
-  void reject(std::uint64_t key, Connection& c, const std::string& message) {
-    warning("connection from pid " + std::to_string(c.peer.pid) + " uid " +
-            std::to_string(c.peer.uid) + ": " + message + "; closed");
-    std::string line = encode_error(message, "bad-request");
-    ssize_t ignored = send(c.fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)ignored;
-    drop(key, "sent a bad message and was disconnected");
-  }
-
-  // Out of descriptors (EMFILE/ENFILE): the pending connection cannot be
-  // accepted, and a level-triggered listener would report it again at once.
-  // Close the spare descriptor, accept and refuse the peer, take the spare
-  // back; with no spare, stop watching the listener for a moment.
-  void refuse_without_descriptors() {
-    limited_warning(descriptors_warning,
-                    "out of file descriptors: refusing connections until some close");
-    if (spare_fd >= 0) {
-      close(spare_fd);
-      int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) {
-        refuse(fd, "too many connections");
-        close(fd);
-      }
-      spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) return;
-    }
-    pause_accepting();
-  }
-
-  void pause_accepting() {
-    if (!accepting) return;
-    accepting = false;
-    epoll_event event{};
-    event.data.u64 = kTagListen;
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
-    itimerspec pause{{0, 0}, {kAcceptPauseNs / 1000000000, kAcceptPauseNs % 1000000000}};
-    timerfd_settime(accept_pause_fd, 0, &pause, nullptr);
-  }
-
-  void resume_accepting() {
-    std::uint64_t expirations;
-    ssize_t ignored = read(accept_pause_fd, &expirations, sizeof expirations);
-    (void)ignored;
-    if (spare_fd < 0) spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    accepting = true;
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = kTagListen;
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listener.fd(), &event);
-  }
-
-  static void refuse(int fd, const std::string& why) {
-    std::string line = encode_error(why, "busy");
-    ssize_t ignored = send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)ignored;
-  }
-
-  void accept_all() {
-    for (;;) {
-      int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EMFILE || errno == ENFILE) {
-          refuse_without_descriptors();
-          if (!accepting) return;
-          continue;
-        }
-        if (errno != EAGAIN)
-          limited_warning(refused_warning, std::string("accept: ") + std::strerror(errno));
-        return;
-      }
-      Caller peer = peer_credentials(fd);
-      // Root always finds a slot; other users leave root's reserve free and
-      // each holds at most a quarter of the connections that are not jobs.
-      bool root = peer.uid == 0;
-      std::size_t per_user_cap = std::max<std::size_t>(options.max_connections / 4, 1);
-      std::size_t mine = connections_per_uid.count(peer.uid) ? connections_per_uid[peer.uid] : 0;
-      bool full = root ? connections.size() >= options.max_connections
-                       : connections.size() + root_reserve() >= options.max_connections ||
-                             mine >= per_user_cap;
-      if (full) {
-        limited_warning(refused_warning, "refused a connection from pid " +
-                                             std::to_string(peer.pid) + " uid " +
-                                             std::to_string(peer.uid) + ": too many connections");
-        refuse(fd, "too many connections");
-        close(fd);
-        continue;
-      }
-      std::uint64_t key = next_key++;
-      Connection& c = connections[key];
-      c.fd = fd;
-      c.peer = std::move(peer);
-      c.accepted_ns = now_ns();
-      count_non_job(c.peer.uid, +1);
-      if (!watch(fd, key * 2, EPOLLIN)) drop(key, "could not be watched");
-    }
-  }
-
-  void on_readable(std::uint64_t key) {
-    std::size_t total = 0;
-    char buffer[kReadChunk];
-    while (total < kMaxReadPerEvent) {
-      auto it = connections.find(key);
-      if (it == connections.end()) return;
-      Connection& c = it->second;
-      if (!c.reading) return;  // its replies wait: leave its requests in the socket
-      // A new connection may pass its job's tree file (tree_identity.h).
-      ssize_t n = c.role == Role::kNew
-                      ? receive_keeping_descriptor(c.fd, buffer, sizeof buffer, &c.tree_fd)
-                      : recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return;
-      if (n <= 0) {
-        drop(key, n == 0 ? "disconnected" : "lost its connection");
-        return;
-      }
-      total += static_cast<std::size_t>(n);
-      if (!c.in.append(std::string_view(buffer, static_cast<std::size_t>(n)))) {
-        reject(key, c, "message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
-        return;
-      }
-      if (!answer_buffered(key)) return;  // the connection is gone
-    }
-  }
-
-  // The tree a registering process proved it belongs to, or an invalid
-  // proof (it then makes a job of its own).
-  TreeProof tree_proof(Connection& c, const RegisterRequest& request) {
-    int fd = std::exchange(c.tree_fd, -1);
-    if (!request.tree) {
-      if (fd >= 0) close(fd);
-      return TreeProof();
-    }
-    if (fd < 0) {
-      warning("pid " + std::to_string(c.peer.pid) +
-              " says it is part of a job's process tree but passed no tree file; it is a job "
-              "of its own");
-      return TreeProof();
-    }
-    Result<TreeProof> proof = TreeProof::verify(fd, c.peer.uid);
-    if (!proof) {
-      warning("pid " + std::to_string(c.peer.pid) + " uid " + std::to_string(c.peer.uid) + ": " +
-              proof.error().message + "; it is a job of its own");
-      return TreeProof();
-    }
-    return std::move(*proof);
-  }
-
-  // Checks jobs' usage from our own view at every sweep (enforcement.h).
-  void start_enforcer() {
-    if (!options.enforce) return;
-    Result<std::unique_ptr<UsageSource>> source = open_nvml_usage();
-    if (!source) {
-      note("not checking jobs' device memory from outside: " + source.error().message);
+    if (!c.reading) return;  // its replies wait: leave its requests in the socket
+    // A new connection may pass its job's tree file (tree_identity.h).
+    ssize_t n = c.role == Role::kNew
+                    ? receive_keeping_descriptor(c.fd, buffer, sizeof buffer, &c.tree_fd)
+                    : recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      drop(key, n == 0 ? "disconnected" : "lost its connection");
       return;
     }
-    enforcer = std::make_unique<Enforcer>(options.violation_action, std::move(*source),
-                                          [this](const std::string& line) { warning(line); });
-    note(std::string("checking jobs' device memory through NVML; over the limit: ") +
-         violation_action_name(options.violation_action));
+    total += static_cast<std::size_t>(n);
+    if (!c.in.append(std::string_view(buffer, static_cast<std::size_t>(n)))) {
+      reject(key, c, "message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
+      return;
+    }
+    if (!answer_buffered(key)) return;  // the connection is gone
   }
+}
 
-  // Returns false when the connection was dropped.
-  // Drops connections that have not said what they are in time.
-  void sweep() {
-    std::uint64_t expirations;
-    ssize_t ignored = read(sweep_fd, &expirations, sizeof expirations);
-    (void)ignored;
-    std::uint64_t now = now_ns();
-    if (enforcer) enforcer->check(registry, now);
-    std::vector<std::uint64_t> late;
-    std::vector<std::uint64_t> stalled;
-    auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
-    auto stall = static_cast<std::uint64_t>(options.stalled_reader_timeout.count());
-    for (const auto& [key, c] : connections) {
-      if (c.role == Role::kNew && now - c.accepted_ns > timeout) late.push_back(key);
-      if (!c.out.empty() && now - c.output_moved_ns > stall) stalled.push_back(key);
-    }
-    for (std::uint64_t key : late) {
-      reject(key, connections.at(key), "no complete message in time after connecting");
-    }
-    for (std::uint64_t key : stalled) {
-      auto it = connections.find(key);
-      if (it == connections.end()) continue;
-      limited_warning(unread_warning, "connection from pid " + std::to_string(it->second.peer.pid) +
-                                          " uid " + std::to_string(it->second.peer.uid) +
-                                          " has not read its replies for " +
-                                          std::to_string(stall / 1000000) + " ms" + "; closed");
-      drop(key, "stopped reading");
-    }
+// Returns false when the connection was dropped.
+// Drops connections that have not said what they are in time.
+void Server::Impl::sweep() {
+  std::uint64_t expirations;
+  ssize_t ignored = read(sweep_fd, &expirations, sizeof expirations);
+  (void)ignored;
+  std::uint64_t now = now_ns();
+  if (enforcer) enforcer->check(registry, now);
+  std::vector<std::uint64_t> late;
+  std::vector<std::uint64_t> stalled;
+  auto timeout = static_cast<std::uint64_t>(options.first_message_timeout.count());
+  auto stall = static_cast<std::uint64_t>(options.stalled_reader_timeout.count());
+  for (const auto& [key, c] : connections) {
+    if (c.role == Role::kNew && now - c.accepted_ns > timeout) late.push_back(key);
+    if (!c.out.empty() && now - c.output_moved_ns > stall) stalled.push_back(key);
   }
-
-  bool handle_line(std::uint64_t key, Connection& c, const std::string& line) {
-    Result<Request> request = parse_request(line);
-    if (!request) {
-      reject(key, c, request.error().message);
-      return false;
-    }
-    if (auto* registration = std::get_if<RegisterRequest>(&*request)) {
-      if (c.role != Role::kNew) {
-        reject(key, c, "out of order: 'register' must be the first message of a connection");
-        return false;
-      }
-      return register_job(key, c, *registration);
-    }
-    if (c.role == Role::kJob) {
-      reject(key, c, "out of order: a registered job sends no further messages");
-      return false;
-    }
-    // The last slots are kept for job registrations: a user's control
-    // requests are refused while only those are left.
-    if (c.role == Role::kNew && c.peer.uid != 0 &&
-        non_job_connections + root_reserve() + job_reserve() > options.max_connections) {
-      limited_warning(refused_warning, "refused a control request from uid " +
-                                           std::to_string(c.peer.uid) + ": too many connections");
-      refuse(c.fd, "too many connections");
-      drop(key, "was refused: too many connections");
-      return false;
-    }
-    c.role = Role::kControl;
-    if (c.tree_fd >= 0) close(std::exchange(c.tree_fd, -1));  // only registrations pass one
-    std::string answer_line;
-    try {
-      answer_line = answer(c, *request);
-    } catch (const std::exception& e) {
-      // A bug must cost one request, not the coordinator every job relies on.
-      warning(std::string("internal error answering a request: ") + e.what());
-      answer_line = encode_error(std::string("internal error: ") + e.what(), kReasonInternal);
-    }
-    return reply(key, c, answer_line);
+  for (std::uint64_t key : late) {
+    reject(key, connections.at(key), "no complete message in time after connecting");
   }
-
-  bool register_job(std::uint64_t key, Connection& c, const RegisterRequest& request) {
-    Result<Process*> added = registry.add(request, c.peer, tree_proof(c, request));
-    if (!added) {
-      warning("cannot register a job for pid " + std::to_string(c.peer.pid) + ": " +
-              added.error().message);
-      return reply(key, c, encode_error(added.error().message, kReasonInternal));
-    }
-    Process& process = **added;
-    const Job& job = *registry.find(process.job_id);
-    c.role = Role::kJob;
-    count_non_job(c.peer.uid, -1);
-    c.process_key = process.key;
-    arm_idle_timer();
-
-    if (!send_control_block(c, job.id, *process.block)) {
-      drop(key, "could not be sent its control block");
-      return false;
-    }
-    save_decisions_now();
-    compute.tick(registry, now_ns());  // its limits and phase from the start
-    if (job.processes.size() == 1) {
-      note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
-           std::to_string(process.pid) + ", uid " + std::to_string(job.uid) + ", " +
-           qos_name(job.qos) + ", " + describe_limits(job));
-    } else {
-      note("pid " + std::to_string(process.pid) + " joined job " + std::to_string(job.id) + " '" +
-           job.name + "' (" + std::to_string(job.processes.size()) + " processes)");
-    }
-
-    // Watch the process itself too: its socket may live on in a child.
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, process.pid, 0));
-    if (pidfd >= 0) {
-      c.pidfd = pidfd;
-      if (!watch(pidfd, key * 2 + 1, EPOLLIN)) {
-        close(pidfd);
-        c.pidfd = -1;
-      }
-    } else if (errno == ESRCH) {
-      drop(key, "exited");
-      return false;
-    }
-    return true;
+  for (std::uint64_t key : stalled) {
+    auto it = connections.find(key);
+    if (it == connections.end()) continue;
+    limited_warning(unread_warning, "connection from pid " + std::to_string(it->second.peer.pid) +
+                                        " uid " + std::to_string(it->second.peer.uid) +
+                                        " has not read its replies for " +
+                                        std::to_string(stall / 1000000) + " ms" + "; closed");
+    drop(key, "stopped reading");
   }
-
-  static bool send_control_block(Connection& c, std::uint64_t job_id, ControlBlock& block) {
-    // The reply carries the three memfds; the job keeps them mapped, so our
-    // copies of the first two can go at once (the yield page's stays: it
-    // is passed on to opportunistic jobs, compute_yield.h).
-    std::string line = encode_registered(job_id);
-    iovec io{line.data(), line.size()};
-    int fds[3] = {block.limits_fd(), block.telemetry_fd(), block.yield_fd()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof fds);
-    std::memcpy(CMSG_DATA(header), fds, sizeof fds);
-    ssize_t sent = sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    block.close_descriptors();
-    return sent == static_cast<ssize_t>(line.size());
-  }
-
-  std::string answer(const Connection& c, const Request& request) {
-    std::uint64_t now = now_ns();
-    std::string reason;
-    Result<JobView> result = make_error("unreachable");
-    if (std::holds_alternative<ListRequest>(request)) {
-      std::vector<JobView> jobs = registry.list(now);
-      if (enforcer) enforcer->annotate(jobs);
-      return encode_jobs(jobs);
-    }
-    if (std::holds_alternative<NodeRequest>(request)) return encode_node(registry.node(now));
-    std::string action;
-    if (const auto* show = std::get_if<ShowRequest>(&request)) {
-      result = registry.show(show->job, now, &reason);
-    } else if (const auto* set = std::get_if<SetRequest>(&request)) {
-      result = registry.set(*set, c.peer, now, &reason);
-      action = "set" + std::string(set->mem_limit ? " mem-limit=" + *set->mem_limit : "") +
-               (set->qos ? std::string(" qos=") + qos_name(*set->qos) : "") +
-               (set->name ? " name=" + *set->name : "") +
-               (set->compute ? " compute=" + *set->compute : "");
-    } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
-      result = registry.pause(*pause, c.peer, now, &reason);
-      action = pause->pause ? "pause" : "resume";
-    } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
-      result = registry.suspend(*suspend, c.peer, now, &reason);  // issue 11 (suspend.h)
-      action = "suspend";
-    }
-    if (!result) {
-      if (!action.empty()) {
-        note("uid " + std::to_string(c.peer.uid) + " " + action + ": " + result.error().message);
-      }
-      return encode_error(result.error().message, reason);
-    }
-    if (!action.empty()) {
-      save_decisions_now();
-      note("uid " + std::to_string(c.peer.uid) + " " + action + " on job " +
-           std::to_string(result->id) + " '" + result->name + "'");
-    }
-    if (enforcer) enforcer->annotate(*result);
-    return encode_jobs({*result});
-  }
-};
+}
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
