@@ -43,72 +43,22 @@
 #include <unistd.h>
 
 #include "coord/contract/socket_path.h"
+#include "coord/job/client_state.h"
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 
 namespace gpushare::coord {
-namespace {
-
-constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
-constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
-constexpr int kTelemetryPeriodMs = 10;
-constexpr int kRetryFirstMs = 100;
-constexpr int kRetryMaxMs = 500;
-constexpr int kRetryRefusedMs = 5000;
-constexpr int kPausedRecheckMs = 100;  // wait_while_paused's safety net
-constexpr std::size_t kMaxReplyBytes = 4096;
-
-// What client_start was given; written before the thread starts, read-only
-// afterwards.
-struct Config {
-  char socket_path[128];
-  // The socket's per-user directory (empty when the path was given or is
-  // node-wide): checked before each connection, since another user may
-  // create it first.
-  char private_directory[128];
-  char name[kMaxJobNameBytes + 1];
-  char qos[16];
-  char tree_path[256];  // empty: none
-  int device_count;
-  unsigned char uuids[kMaxDevices][16];
-  std::uint64_t mem_total_bytes[kMaxDevices];
-  std::uint64_t start_limit_bytes[kMaxDevices];
-  std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
-  void (*log)(const char*);
-  bool debug;
-  LocalCounters* counters;
-};
-
-struct State {
-  // Stored inverted (~limit), so that the zero-initialised state reads as
-  // kNoLimit before client_start.
-  std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
-  std::atomic<std::uint32_t> fallback_qos;
-  // The compute limits kept while unregistered, stored like the memory
-  // limits (inverted, so zero reads as kNoLimit), and whether any is set.
-  std::atomic<std::uint64_t> fallback_budget_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_yield_mask[kMaxDevices];
-  std::atomic<std::uint64_t> last_job_id;
-  std::atomic<std::uint64_t> registrations;
-  std::atomic<int> running;
-  std::atomic<int> socket_fd;  // +1, so that 0 means none (zero-initialised)
-  std::atomic<int> wake_fd;    // +1, likewise
-  std::atomic<bool> atfork_installed;
-  pthread_t thread;
-  TelemetryPage* telemetry;  // the background thread's only
-};
+namespace client_detail {
 
 constinit Config g_config{};
-}  // namespace
+constinit State g_state{};
+
+}  // namespace client_detail
 
 // The registered page (null while unregistered), read by the launch path.
 constinit LaunchGate g_launch_gate{};
 
-namespace {
-constinit State g_state{};
+namespace client_detail {
 
 // ---- small helpers ---------------------------------------------------------
 
@@ -181,226 +131,6 @@ void keep_page_limits(const LimitsPage* page) {
   g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
                                         std::memory_order_relaxed);
-}
-
-// ---- registration ----------------------------------------------------------
-
-enum class Outcome { kRegistered, kUnreachable, kRefused };
-
-struct Registration {
-  int fd = -1;
-  const LimitsPage* limits = nullptr;
-  TelemetryPage* telemetry = nullptr;
-  YieldPage* yield = nullptr;  // layout 4: the job's own yield page
-};
-
-// Sends the whole message; `passed` (when >= 0) goes with its first byte.
-bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline_ns,
-              int passed = -1) {
-  while (size > 0) {
-    ssize_t n;
-    if (passed >= 0) {
-      iovec io{const_cast<char*>(data), size};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-      msghdr message{};
-      message.msg_iov = &io;
-      message.msg_iovlen = 1;
-      message.msg_control = control;
-      message.msg_controllen = sizeof control;
-      cmsghdr* header = CMSG_FIRSTHDR(&message);
-      header->cmsg_level = SOL_SOCKET;
-      header->cmsg_type = SCM_RIGHTS;
-      header->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(header), &passed, sizeof(int));
-      n = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) passed = -1;  // sent with the first bytes
-    } else {
-      n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
-    if (n > 0) {
-      data += n;
-      size -= static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) return false;
-    pollfd p{fd, POLLOUT, 0};
-    if (poll(&p, 1, remaining_ms(deadline_ns)) <= 0) return false;
-  }
-  return true;
-}
-
-// Reads one reply line, and the descriptors sent with it, before the deadline.
-bool receive_reply(int fd, char* line, std::size_t size, int fds[3], int* fd_count,
-                   std::uint64_t deadline_ns) {
-  std::size_t length = 0;
-  *fd_count = 0;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    int ready = poll(&p, 1, remaining_ms(deadline_ns));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
-    iovec io{line + length, size - 1 - length};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)];
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < count; ++i) {
-        int received;
-        memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        if (*fd_count < 3) {
-          fds[(*fd_count)++] = received;
-        } else {
-          close(received);  // more than the protocol sends
-        }
-      }
-    }
-    length += static_cast<std::size_t>(n);
-    line[length] = '\0';
-    if (memchr(line, '\n', length) != nullptr) return true;
-    if (length + 1 >= size) return false;  // no newline within bounds
-  }
-}
-
-void close_fds(int* fds, int count) {
-  for (int i = 0; i < count; ++i) close(fds[i]);
-}
-
-// Maps and checks the three pages. On success the descriptors are closed
-// (the mappings keep the memfds alive).
-bool map_pages(int limits_fd, int telemetry_fd, int yield_fd, Registration* out) {
-  struct stat a, b;
-  if (fstat(limits_fd, &a) != 0 || fstat(telemetry_fd, &b) != 0 ||
-      a.st_size < static_cast<off_t>(kControlPageBytes) ||
-      b.st_size < static_cast<off_t>(kControlPageBytes)) {
-    log_line("control block has the wrong size");
-    return false;
-  }
-  void* limits = mmap(nullptr, kControlPageBytes, PROT_READ, MAP_SHARED, limits_fd, 0);
-  if (limits == MAP_FAILED) return false;
-  void* telemetry =
-      mmap(nullptr, kControlPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, telemetry_fd, 0);
-  if (telemetry == MAP_FAILED) {
-    munmap(limits, kControlPageBytes);
-    return false;
-  }
-  const auto* page = static_cast<const LimitsPage*>(limits);
-  auto* tele = static_cast<TelemetryPage*>(telemetry);
-  if (page->magic != kLimitsMagic || page->layout_version != kLayoutVersion ||
-      tele->magic != kTelemetryMagic || tele->layout_version != kLayoutVersion ||
-      static_cast<int>(page->device_count) != g_config.device_count) {
-    log_line("control block has an unknown layout (magic %#x version %u)", page->magic,
-             page->layout_version);
-    munmap(limits, kControlPageBytes);
-    munmap(telemetry, kControlPageBytes);
-    return false;
-  }
-  if (!yield_map_own(yield_fd, page->job_id, &out->yield)) {
-    log_line("cannot map and seal the yield page");
-    munmap(limits, kControlPageBytes);
-    munmap(telemetry, kControlPageBytes);
-    return false;
-  }
-  close(limits_fd);
-  close(telemetry_fd);
-  close(yield_fd);
-  out->limits = page;
-  out->telemetry = tele;
-  return true;
-}
-
-Outcome try_register(int timeout_ms, Registration* out) {
-  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Outcome::kUnreachable;
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  memcpy(address.sun_path, g_config.socket_path, strlen(g_config.socket_path) + 1);
-  if (g_config.private_directory[0] != '\0') {
-    uid_t owner = 0;
-    DirectoryTrust trust = check_private_directory(g_config.private_directory, &owner);
-    if (trust != DirectoryTrust::kPrivate && trust != DirectoryTrust::kAbsent) {
-      log_line("refusing the coordinator socket directory %s: %s (uid %u)",
-               g_config.private_directory, directory_trust_name(trust),
-               static_cast<unsigned>(owner));
-      close(fd);
-      return Outcome::kRefused;
-    }
-  }
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    close(fd);
-    return Outcome::kUnreachable;
-  }
-  // Trust nothing a coordinator says before knowing who it is.
-  uid_t peer_uid = 0;
-  if (!peer_is_trusted(fd, &peer_uid)) {
-    log_line("refusing the coordinator on %s: it runs as uid %d, not as this user or root",
-             g_config.socket_path, static_cast<int>(peer_uid));
-    close(fd);
-    return Outcome::kRefused;
-  }
-
-  // Ask with the limits in force now, so a restarted coordinator keeps them.
-  std::uint64_t limits[kMaxDevices];
-  for (int i = 0; i < g_config.device_count; ++i) limits[i] = fallback_limit(i);
-  const char* qos = g_state.fallback_qos.load(std::memory_order_relaxed) == kQosOpportunistic
-                        ? "opportunistic"
-                        : "production";
-  wire::RegisterFields fields{g_config.name,
-                              qos,
-                              g_state.last_job_id.load(std::memory_order_relaxed),
-                              g_config.device_count,
-                              g_config.uuids,
-                              g_config.mem_total_bytes,
-                              g_config.start_limit_bytes,
-                              limits,
-                              g_config.compute_cap_ppm};
-  // The tree file's descriptor proves this process is part of the job. A
-  // file that is gone (its job's first process and runner left) leaves this
-  // process a job of its own.
-  int tree_fd = -1;
-  if (g_config.tree_path[0] != '\0') {
-    tree_fd = open(g_config.tree_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (tree_fd < 0) log_line("no job tree file %s; registering on our own", g_config.tree_path);
-  }
-  fields.tree = tree_fd >= 0;
-  char message[8192];
-  std::size_t length = wire::write_register(message, sizeof message, fields);
-  char reply[kMaxReplyBytes];
-  int fds[3];
-  int fd_count = 0;
-  bool sent = length != 0 && send_all(fd, message, length, deadline, tree_fd);
-  if (tree_fd >= 0) close(tree_fd);
-  if (!sent || !receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline)) {
-    close_fds(fds, fd_count);
-    close(fd);
-    return Outcome::kUnreachable;
-  }
-  char kind[32];
-  if (!wire::find_string(reply, "kind", kind, sizeof kind) || strcmp(kind, "registered") != 0 ||
-      fd_count != 3) {
-    char why[256] = "no reason given";
-    wire::find_string(reply, "message", why, sizeof why);
-    log_line("coordinator refused the registration: %s", why);
-    close_fds(fds, fd_count);
-    close(fd);
-    return Outcome::kRefused;
-  }
-  if (!map_pages(fds[0], fds[1], fds[2], out)) {
-    close_fds(fds, fd_count);
-    close(fd);
-    return Outcome::kRefused;
-  }
-  out->fd = fd;
-  return Outcome::kRegistered;
 }
 
 // ---- the registered state --------------------------------------------------
@@ -635,7 +365,9 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
                                         std::memory_order_relaxed);
 }
 
-}  // namespace
+}  // namespace client_detail
+
+using namespace client_detail;
 
 void client_start(const JobIdentity& job, LocalCounters* counters) {
   int expected = 0;
