@@ -18,6 +18,8 @@
 #include <cstring>
 #include <string>
 
+#include "coord/contract/fd_passing.h"
+
 int main(int argc, char** argv) {
   const char* path = std::getenv("GPUSHARE_SOCKET");
   int timeout_ms = 2000;
@@ -53,19 +55,8 @@ int main(int argc, char** argv) {
   for (std::size_t sent = 0; sent < input.size();) {
     ssize_t n;
     if (passed >= 0) {
-      iovec io{input.data() + sent, input.size() - sent};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-      msghdr message{};
-      message.msg_iov = &io;
-      message.msg_iovlen = 1;
-      message.msg_control = control;
-      message.msg_controllen = sizeof control;
-      cmsghdr* header = CMSG_FIRSTHDR(&message);
-      header->cmsg_level = SOL_SOCKET;
-      header->cmsg_type = SCM_RIGHTS;
-      header->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(header), &passed, sizeof(int));
-      n = sendmsg(fd, &message, MSG_NOSIGNAL);
+      n = gpushare::coord::send_with_fds(fd, input.data() + sent, input.size() - sent, &passed, 1,
+                                         0);
       close(passed);
       passed = -1;
     } else {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "coord/contract/fd_passing.h"
 #include "coord/server/registry.h"
 
 using namespace gpushare;
@@ -247,20 +248,7 @@ TEST_CASE("a new connection's first passed descriptor is kept and the rest close
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
   int passed[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC),
                    open("/dev/zero", O_RDONLY | O_CLOEXEC)};
-  char text[] = "hello";
-  iovec io{text, 5};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof passed)] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof passed);
-  std::memcpy(CMSG_DATA(header), passed, sizeof passed);
-  REQUIRE(sendmsg(pair[0], &message, 0) == 5);
+  REQUIRE(send_with_fds(pair[0], "hello", 5, passed, 2, 0) == 5);
   close(passed[0]);
   close(passed[1]);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "coord/contract/fd_passing.h"
 #include "coord/job/yield.h"
 #include "coord/server/control_block_owner.h"
 
@@ -28,19 +29,8 @@ std::unique_ptr<ControlBlock> make_block(std::uint64_t id) {
 
 // Sends `line` with `fd` over a socket, as the server does.
 void send_with_fd(int socket_fd, const std::string& line, int fd) {
-  iovec io{const_cast<char*>(line.data()), line.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fd)] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof fd);
-  std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  REQUIRE(sendmsg(socket_fd, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(line.size()));
+  REQUIRE(send_with_fds(socket_fd, line.data(), line.size(), &fd, 1, 0) ==
+          static_cast<ssize_t>(line.size()));
 }
 
 }  // namespace

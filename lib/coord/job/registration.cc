@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coord/contract/fd_passing.h"
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
 #include "coord/job/wire.h"
@@ -34,19 +35,7 @@ bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline
   while (size > 0) {
     ssize_t n;
     if (passed >= 0) {
-      iovec io{const_cast<char*>(data), size};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-      msghdr message{};
-      message.msg_iov = &io;
-      message.msg_iovlen = 1;
-      message.msg_control = control;
-      message.msg_controllen = sizeof control;
-      cmsghdr* header = CMSG_FIRSTHDR(&message);
-      header->cmsg_level = SOL_SOCKET;
-      header->cmsg_type = SCM_RIGHTS;
-      header->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(header), &passed, sizeof(int));
-      n = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      n = send_with_fds(fd, data, size, &passed, 1, MSG_DONTWAIT);
       if (n > 0) passed = -1;  // sent with the first bytes
     } else {
       n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);

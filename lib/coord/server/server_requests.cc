@@ -1,6 +1,7 @@
 // The coordinator's answers to what a connection asks (server_impl.h):
 // registering a job's process and sending its control block, passing
 // production yield pages on, and gpushare-ctl's requests.
+#include "coord/contract/fd_passing.h"
 #include "coord/server/server_impl.h"
 
 namespace gpushare::coord {
@@ -15,19 +16,7 @@ bool Server::Impl::send_yield_page(std::uint64_t process_key, int slot, int fd) 
     if (c.role != Role::kJob || c.process_key != process_key || !c.out.empty()) continue;
     std::string line =
         "{\"kind\":\"yield-page\",\"version\":1,\"slot\":" + std::to_string(slot) + "}\n";
-    iovec io{line.data(), line.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fd)] = {};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof fd);
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    return sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+    return send_with_fds(c.fd, line.data(), line.size(), &fd, 1, MSG_DONTWAIT) ==
            static_cast<ssize_t>(line.size());
   }
   return false;
@@ -159,20 +148,8 @@ bool Server::Impl::send_control_block(Connection& c, std::uint64_t job_id, Contr
   // copies of the first two can go at once (the yield page's stays: it
   // is passed on to opportunistic jobs, compute_yield.h).
   std::string line = encode_registered(job_id);
-  iovec io{line.data(), line.size()};
   int fds[3] = {block.limits_fd(), block.telemetry_fd(), block.yield_fd()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(header), fds, sizeof fds);
-  ssize_t sent = sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t sent = send_with_fds(c.fd, line.data(), line.size(), fds, 3, MSG_DONTWAIT);
   block.close_descriptors();
   return sent == static_cast<ssize_t>(line.size());
 }
