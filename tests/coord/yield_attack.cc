@@ -31,6 +31,7 @@
 #include <string>
 
 #include "coord/contract/control_block.h"
+#include "coord/contract/fd_passing.h"
 
 namespace {
 
@@ -51,28 +52,8 @@ int die(const char* what) {
 
 // Receives some bytes and up to `max_fds` descriptors; -1 on error or end.
 ssize_t receive(int fd, char* buffer, std::size_t size, int* fds, int max_fds, int* count) {
-  iovec io{buffer, size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
   *count = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int k = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < k; ++i) {
-      int received;
-      std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (*count < max_fds) {
-        fds[(*count)++] = received;
-      } else {
-        close(received);
-      }
-    }
-  }
+  ssize_t n = gpushare::coord::receive_with_fds(fd, buffer, size, fds, max_fds, count, 0);
   return n <= 0 ? -1 : n;
 }
 

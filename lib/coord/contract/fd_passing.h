@@ -20,4 +20,13 @@ inline constexpr int kMaxPassedFds = 4;
 ssize_t send_with_fds(int socket_fd, const void* data, std::size_t size, const int* fds, int count,
                       int flags);
 
+/// recvmsg of up to `size` bytes into `buffer` (flags as for recvmsg;
+/// MSG_CMSG_CLOEXEC is always added). Each descriptor that comes with the
+/// bytes is appended to `fds` while `*count` is below `max`, and closed
+/// otherwise: a peer cannot make us hold more than we expect. Descriptors
+/// beyond kMaxPassedFds in one message are closed by the kernel. Returns
+/// what recvmsg returns.
+ssize_t receive_with_fds(int socket_fd, void* buffer, std::size_t size, int* fds, int max,
+                         int* count, int flags);
+
 }  // namespace gpushare::coord

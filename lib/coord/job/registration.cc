@@ -63,29 +63,11 @@ bool receive_reply(int fd, char* line, std::size_t size, int fds[3], int* fd_cou
     int ready = poll(&p, 1, remaining_ms(deadline_ns));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) return false;
-    iovec io{line + length, size - 1 - length};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)];
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    // More descriptors than the protocol sends are closed.
+    ssize_t n =
+        receive_with_fds(fd, line + length, size - 1 - length, fds, 3, fd_count, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < count; ++i) {
-        int received;
-        memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        if (*fd_count < 3) {
-          fds[(*fd_count)++] = received;
-        } else {
-          close(received);  // more than the protocol sends
-        }
-      }
-    }
     length += static_cast<std::size_t>(n);
     line[length] = '\0';
     if (memchr(line, '\n', length) != nullptr) return true;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coord/contract/fd_passing.h"
 #include "coord/job/wire.h"
 
 namespace gpushare::coord {
@@ -150,33 +151,14 @@ void yield_reset_stream() {
 
 bool yield_receive(int socket_fd) {
   char buffer[512];
-  iovec io{buffer, sizeof buffer};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  if (n < 0) return errno == EAGAIN || errno == EINTR;
-  if (n == 0) return false;
   // The coordinator sends one descriptor with the first byte of its
   // message, so a descriptor belongs to the line that byte starts (the
-  // kernel never merges data past a descriptor into one read).
-  int fd = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int received;
-      memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (fd < 0) {
-        fd = received;
-      } else {
-        close(received);  // more than one per message: not ours to keep
-      }
-    }
-  }
+  // kernel never merges data past a descriptor into one read). More than
+  // one per message is not ours to keep: closed.
+  int fd = -1, received = 0;
+  ssize_t n = receive_with_fds(socket_fd, buffer, sizeof buffer, &fd, 1, &received, MSG_DONTWAIT);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (n == 0) return false;
   if (fd >= 0) {
     if (g_stream.fd > 0) close(g_stream.fd - 1);
     g_stream.fd = fd + 1;

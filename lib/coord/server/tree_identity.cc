@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "coord/contract/fd_passing.h"
+
 namespace gpushare::coord {
 
 Result<TreeProof> TreeProof::verify(int fd, uid_t peer_uid) {
@@ -56,30 +58,9 @@ TreeProof::~TreeProof() {
 }
 
 ssize_t receive_keeping_descriptor(int socket, char* buffer, std::size_t size, int* kept) {
-  iovec io{buffer, size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0) return n;
-  for (cmsghdr* h = CMSG_FIRSTHDR(&message); h != nullptr; h = CMSG_NXTHDR(&message, h)) {
-    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-      if (*kept < 0) {
-        *kept = fd;
-      } else {
-        close(fd);
-      }
-    }
-  }
-  // Descriptors beyond the control buffer's room were closed by the kernel.
-  return n;
+  // The first descriptor is kept; any other, now or later, is closed.
+  int count = *kept >= 0 ? 1 : 0;
+  return receive_with_fds(socket, buffer, size, kept, 1, &count, MSG_DONTWAIT);
 }
 
 }  // namespace gpushare::coord
