@@ -43,13 +43,7 @@ bool migrate(std::uint64_t key, const AllocationRecord& record, bool to_host) {
       real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(record.context)) != CUDA_SUCCESS) {
     return false;
   }
-  CUdevice target = to_host ? CU_DEVICE_CPU : static_cast<CUdevice>(record.device);
-  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
-  CUresult result =
-      real.real_cuMemAdvise(pointer, record.bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target);
-  if (result == CUDA_SUCCESS)
-    result = real.real_cuMemPrefetchAsync(pointer, record.bytes, target, 0);
-  if (result == CUDA_SUCCESS) result = real.real_cuStreamSynchronize(0);
+  CUresult result = move_residency(key, record, to_host);
   real.real_cuCtxSetCurrent(nullptr);
   if (result != CUDA_SUCCESS) {
     GS_DEBUG("moving %llu bytes at 0x%llx to the %s failed: error %d",
@@ -216,6 +210,18 @@ void spill_tick() {
   for (int device = 0; device < count && device < kMaxDevices; ++device) {
     settle_device(device, coord::device_resident_target(device));
   }
+}
+
+CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool to_host) {
+  RealDriver& real = g_runtime.real;
+  CUdevice target = to_host ? CU_DEVICE_CPU : static_cast<CUdevice>(record.device);
+  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
+  CUresult result =
+      real.real_cuMemAdvise(pointer, record.bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target);
+  if (result == CUDA_SUCCESS)
+    result = real.real_cuMemPrefetchAsync(pointer, record.bytes, target, 0);
+  if (result == CUDA_SUCCESS) result = real.real_cuStreamSynchronize(0);
+  return result;
 }
 
 }  // namespace gpushare::interpose

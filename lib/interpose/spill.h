@@ -56,6 +56,12 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
 /// allocations.
 std::uint64_t spillable_limit(int device);
 
+/// Moves one managed-backed allocation (`key`, in the current context) to
+/// the host or back to its device: preferred-location advice and a
+/// prefetch on the legacy stream, waited for. Shared by the spill and by
+/// suspend; the caller updates its counters.
+CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool to_host);
+
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
 

@@ -87,15 +87,7 @@ bool drain() {
 
 // Managed-backed memory: advice and a prefetch, waited for.
 bool move_managed(std::uint64_t key, AllocationRecord record, bool to_host) {
-  RealDriver& real = g_runtime.real;
-  CUdevice target = to_host ? CU_DEVICE_CPU : static_cast<CUdevice>(record.device);
-  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
-  CUresult result =
-      real.real_cuMemAdvise(pointer, record.bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target);
-  if (result == CUDA_SUCCESS)
-    result = real.real_cuMemPrefetchAsync(pointer, record.bytes, target, 0);
-  if (result == CUDA_SUCCESS) result = real.real_cuStreamSynchronize(0);
-  if (result != CUDA_SUCCESS) return false;
+  if (move_residency(key, record, to_host) != CUDA_SUCCESS) return false;
   record.on_host = to_host ? 1 : 0;
   record.suspended = to_host ? 1 : 0;
   if (!g_runtime.allocations.replace(key, record)) return true;  // freed meanwhile

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/jsonl.h"
-#include "common/saturate.h"
 #include "common/properties.h"
+#include "common/saturate.h"
 
 namespace gpushare::coord {
 namespace {
@@ -131,11 +131,9 @@ Result<Request> parse_register(const Fields& fields) {
   request.name = sanitize_name(*name);
   Result<std::string> qos = fields.string("qos", 32);
   if (!qos) return qos.error();
-  Qos qos_value = kQosProduction;
-  if (!parse_qos(*qos, &qos_value)) {
-    return make_error("invalid qos '" + *qos + "': " + kQosExpected);
-  }
-  request.qos = qos_value;
+  Result<Qos> qos_value = parse_qos_property(*qos);
+  if (!qos_value) return qos_value.error();
+  request.qos = *qos_value;
   Result<std::uint64_t> hint = fields.number("id_hint", false, 0);
   if (!hint) return hint.error();
   request.id_hint = *hint;
@@ -183,11 +181,9 @@ Result<Request> parse_set(const Fields& fields) {
   if (fields.find("qos") != nullptr) {
     Result<std::string> qos = fields.string("qos", 32);
     if (!qos) return qos.error();
-    Qos qos_value = kQosProduction;
-    if (!parse_qos(*qos, &qos_value)) {
-      return make_error("invalid qos '" + *qos + "': " + kQosExpected);
-    }
-    request.qos = qos_value;
+    Result<Qos> qos_value = parse_qos_property(*qos);
+    if (!qos_value) return qos_value.error();
+    request.qos = *qos_value;
   }
   if (fields.find("name") != nullptr) {
     Result<std::string> name = fields.string("name", kMaxJobNameBytes);
