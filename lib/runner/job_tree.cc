@@ -54,12 +54,12 @@
 #include <string>
 #include <vector>
 
-#include "interpose/tree_file.h"
+#include "coord/contract/tree_file.h"
 
 namespace gpushare {
 namespace {
 
-using interpose::TreeFile;
+using coord::TreeFile;
 
 constexpr const char* kJanitorFlag = "--tree-janitor";
 constexpr int kJanitorTreeFd = 3;
@@ -87,13 +87,13 @@ void close_other_descriptors(int keep_a, int keep_b) {
 // Pidfds of the processes that hold a slot now.
 std::vector<int> live_members(const TreeFile& tree) {
   std::vector<int> pidfds;
-  for (const interpose::TreeSlot& slot : tree.slots) {
+  for (const coord::TreeSlot& slot : tree.slots) {
     std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     if (pid <= 0) continue;
     std::uint64_t started = slot.start_time.load(std::memory_order_acquire);
     int pidfd = open_pidfd(pid);
     // Checked after the pidfd is open, so it cannot name a reused pid.
-    if (pidfd < 0 || interpose::process_is_gone(pid, started)) {
+    if (pidfd < 0 || coord::process_is_gone(pid, started)) {
       if (pidfd >= 0) close(pidfd);
       continue;
     }
@@ -116,7 +116,7 @@ std::vector<int> environment_members(const char* tree_path) {
     if (pid == getpid()) continue;
     int pidfd = open_pidfd(pid);  // first, so that the pid cannot be reused under us
     if (pidfd < 0) continue;
-    if (interpose::environment_holds(dirfd(proc), e->d_name, entry.c_str())) {
+    if (coord::environment_holds(dirfd(proc), e->d_name, entry.c_str())) {
       pidfds.push_back(pidfd);
     } else {
       close(pidfd);
@@ -207,8 +207,8 @@ int tree_janitor_main(int argc, char** argv) {
 
 Result<std::string> start_job_tree(const std::string& program) {
   char path[128];
-  interpose::sweep_stale_tree_files();  // files of jobs killed without a janitor
-  int tree_fd = interpose::create_tree_file(path, sizeof path);
+  coord::sweep_stale_tree_files();  // files of jobs killed without a janitor
+  int tree_fd = coord::create_tree_file(path, sizeof path);
   if (tree_fd < 0) {
     return make_error(std::string("cannot create the job's tree file in /dev/shm: ") +
                       std::strerror(errno));

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "coord/server/compute_control.h"
+#include "coord/server/compute/compute_control.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "coord/server/compute_loop.h"
-#include "coord/server/registry.h"
+#include "coord/server/compute/compute_loop.h"
+#include "coord/server/registry/registry.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

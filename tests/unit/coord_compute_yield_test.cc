@@ -2,7 +2,7 @@
 // the stuck-mark cap, and which pages and masks each opportunistic job gets.
 #include <catch2/catch.hpp>
 
-#include "coord/server/compute_yield.h"
+#include "coord/server/compute/compute_yield.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

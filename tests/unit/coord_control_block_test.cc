@@ -12,7 +12,7 @@
 #include <climits>
 #include <thread>
 
-#include "coord/server/control_block_owner.h"
+#include "coord/server/registry/control_block_owner.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "coord/server/enforcement.h"
-#include "coord/server/registry.h"
+#include "coord/server/memory/enforcement.h"
+#include "coord/server/registry/registry.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

@@ -1,7 +1,7 @@
 // The memory arbiter: production first, opportunistic room shared fairly.
 #include <catch2/catch.hpp>
 
-#include "coord/server/memory_arbiter.h"
+#include "coord/server/memory/memory_arbiter.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

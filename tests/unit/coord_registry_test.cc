@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "coord/server/registry.h"
+#include "coord/server/registry/registry.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "coord/contract/fd_passing.h"
-#include "coord/server/registry.h"
+#include "coord/server/registry/registry.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

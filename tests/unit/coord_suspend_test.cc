@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coord/contract/protocol.h"
-#include "coord/server/suspend.h"
+#include "coord/server/memory/suspend_requests.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

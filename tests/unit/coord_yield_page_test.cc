@@ -13,7 +13,7 @@
 
 #include "coord/contract/fd_passing.h"
 #include "coord/job/yield.h"
-#include "coord/server/control_block_owner.h"
+#include "coord/server/registry/control_block_owner.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

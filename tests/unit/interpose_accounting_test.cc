@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "interpose/accounting.h"
+#include "interpose/core/accounting.h"
 
 using gpushare::interpose::AllocationRecord;
 using gpushare::interpose::AllocationTable;

@@ -2,7 +2,7 @@
 #include <map>
 #include <string>
 
-#include "interpose/settings.h"
+#include "interpose/core/settings.h"
 
 using gpushare::kNoLimit;
 using gpushare::interpose::LogLevel;

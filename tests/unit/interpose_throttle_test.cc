@@ -1,7 +1,7 @@
 // The compute actuator's decisions (throttle_logic.h), without a driver.
 #include <catch2/catch.hpp>
 
-#include "interpose/throttle_logic.h"
+#include "interpose/compute/throttle_logic.h"
 
 using namespace gpushare::interpose;
 

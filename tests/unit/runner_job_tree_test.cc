@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "interpose/tree_file.h"
+#include "coord/contract/tree_file.h"
 #include "runner/job_tree.h"
 
 namespace {
@@ -61,13 +61,13 @@ TEST_CASE("a job's tree file is private and goes once its process exits", "[runn
   REQUIRE(stat(path.c_str(), &info) == 0);
   CHECK((info.st_mode & 0777) == 0600);
   CHECK(info.st_uid == geteuid());
-  CHECK(info.st_size == static_cast<off_t>(sizeof(gpushare::interpose::TreeFile)));
+  CHECK(info.st_size == static_cast<off_t>(sizeof(gpushare::coord::TreeFile)));
   FILE* file = std::fopen(path.c_str(), "rb");
   REQUIRE(file != nullptr);
   std::uint32_t header[2] = {0, 0};
   CHECK(std::fread(header, sizeof header, 1, file) == 1);
   std::fclose(file);
-  CHECK(header[0] == gpushare::interpose::kTreeMagic);
+  CHECK(header[0] == gpushare::coord::kTreeMagic);
 
   // While the job lives, the file stays; its exit (no process took a slot)
   // is the janitor's cue.

@@ -20,9 +20,9 @@
 #include <string>
 
 #include "common/result.h"
-#include "coord/server/authorize.h"
-#include "coord/server/enforcement.h"
-#include "coord/server/compute_control.h"
+#include "coord/server/registry/authorize.h"
+#include "coord/server/memory/enforcement.h"
+#include "coord/server/compute/compute_control.h"
 
 namespace gpushare::coord {
 

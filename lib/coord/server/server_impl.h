@@ -25,14 +25,14 @@
 
 #include "common/units.h"
 #include "coord/contract/protocol.h"
-#include "coord/server/compute_loop.h"
-#include "coord/server/decisions.h"
+#include "coord/server/compute/compute_loop.h"
+#include "coord/server/registry/decisions.h"
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
-#include "coord/server/memory_loop.h"
-#include "coord/server/registry.h"
+#include "coord/server/memory/memory_loop.h"
+#include "coord/server/registry/registry.h"
 #include "coord/server/server.h"
-#include "coord/server/suspend.h"
+#include "coord/server/memory/suspend_requests.h"
 
 namespace gpushare::coord {
 namespace server_detail {

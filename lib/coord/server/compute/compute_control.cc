@@ -1,0 +1,438 @@
+// The gpushare loop, per device.
+//
+// Signal: each production job's iteration rate, from its iteration
+// boundaries (iterations / time between the first and last boundary in a
+// measurement; a job that never synchronises is measured by its launch
+// rate). Actuator: one "harvest" level h for the device, the share of wall
+// time the device's opportunistic jobs may keep the GPU busy, split between
+// them by weight: each gets a GPU-time cap of h * w_j / sum(w) (the
+// compute_cap_ppm of its limits page, enforced by its interposer on the GPU
+// time it measures, with at most two launches queued). A cap in time, not
+// a launch budget: it needs no estimate of each job's kernel sizes, it
+// splits the harvest fairly in GPU time, and on the simulator it disturbs
+// the production job less than a launch budget did (the job waits on its
+// own launches' events, so little of its work sits queued when a
+// production kernel arrives; see bench/share/results-fifo.md).
+//
+// Phases:
+//   free        no production job active (none, or none launched for
+//               idle_after): opportunistic jobs run unthrottled.
+//   profile     a production job became active and its solo speed is not
+//               known: opportunistic jobs are held (budget 0, one queued
+//               launch) while its speed is measured, for at least
+//               min_eval and min_iterations iterations, after settle.
+//   slow-start  from h = 1/32: h doubles after each measurement within the
+//               slowdown target, and halves into avoid otherwise.
+//   avoid       additive increase by a step set on entry and at each
+//               decrease (a tenth of h, at least 1/32), doubled after
+//               every two good steps in a row (at most 1/4: a level cut
+//               by noise comes back within about a second), and
+//               multiplicative decrease by 0.7 (by 0.35 when the slowdown
+//               is over four times the target).
+// Each step measures for max(min_eval, min_iterations periods) after a
+// settle time, so a step takes 100-200 ms for typical jobs and the loop
+// converges in about a second. Re-estimation: a production job measured
+// faster than its solo estimate by more than the target has its estimate
+// raised (it changed phase, or the estimate was noisy); one measured slower
+// than the target allows three times in a row while opportunistic jobs are
+// at the floor is re-profiled (its slowdown is not theirs). A production
+// job idle for idle_after frees the device; when it returns, its known
+// solo speed is kept and the loop restarts at slow start.
+//
+// Several production jobs on one device: the loop protects the one slowed
+// most (the slowdown is the maximum over them); they share the device
+// between themselves as the GPU does, unthrottled, and each one's solo
+// speed is measured while the others run too (placement avoids this).
+//
+// The fast yield signal (compute_yield.h, control_block.h layout 4,
+// coord/job/yield.h). The time-sliced simulator showed that a share alone
+// cannot reach the harvest target: every opportunistic kernel that overlaps
+// a production kernel takes slices from it, so a share of wall time placed
+// blindly slows production by about half of it (a static 50% cap:
+// production at 0.69-0.91 of solo) and a 3% target left the loop near its
+// floor (harvest 0.04-0.16 against the 0.80 target, in the run kept in
+// bench/share/results-before-yield.md). Only an opportunistic job that
+// runs in the production job's host gaps can harvest them, so each job
+// marks a page of its own busy from a launch until its next
+// synchronisation, with the time of its last clear and its estimated gap,
+// and opportunistic launches, once this loop's share lets them go, wait
+// while a production job on their device is marked, and do not start a
+// kernel that would outlast its gap. This loop
+// still sets the share: it guards a production job whose marks say little
+// (one that never synchronises looks busy all the time, and a mark held
+// for a second is dropped), and splits the harvest between opportunistic
+// jobs. The costs: one load of the job's own cache line per launch (a
+// store and a clock read at an iteration's first launch), and a clock read
+// and a FUTEX_WAKE at its synchronisation.
+#include "coord/server/compute/compute_control.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+namespace gpushare::coord {
+namespace {
+
+constexpr std::uint64_t kHistoryNs = 2'500'000'000;
+constexpr std::uint64_t kShowWindowNs = 500'000'000;
+constexpr double kStartHarvest = 1.0 / 32;
+constexpr double kMinStep = 1.0 / 32;  // additive increase, at least
+constexpr double kMaxStep = 1.0 / 4;
+
+struct Sample {
+  std::uint64_t now = 0;
+  std::uint64_t launches = 0;
+  std::uint64_t iterations = 0;
+  std::uint64_t last_iteration_ns = 0;
+  std::uint64_t busy = 0;
+};
+
+struct Rate {
+  double per_s = -1;
+  bool iterations = false;
+  std::uint64_t span_ns = 0;
+  std::uint64_t count = 0;  // iterations (or launches) in the measurement
+};
+
+// Progress between two samples: iterations over the time between their last
+// boundaries when there are some, else launches over wall time.
+Rate rate_between(const Sample& a, const Sample& b) {
+  Rate r;
+  if (b.iterations > a.iterations && a.iterations > 0 &&
+      b.last_iteration_ns > a.last_iteration_ns) {
+    r.iterations = true;
+    r.count = b.iterations - a.iterations;
+    r.span_ns = b.last_iteration_ns - a.last_iteration_ns;
+    r.per_s = static_cast<double>(r.count) * 1e9 / static_cast<double>(r.span_ns);
+    return r;
+  }
+  if (b.now > a.now) {
+    r.count = b.launches - a.launches;
+    r.span_ns = b.now - a.now;
+    r.per_s = static_cast<double>(r.count) * 1e9 / static_cast<double>(r.span_ns);
+  }
+  return r;
+}
+
+struct Track {
+  std::deque<Sample> samples;
+  std::uint64_t last_progress_ns = 0;  // when launches last moved
+  double solo = -1;                    // production: its solo speed
+
+  void add(const Sample& s) {
+    if (samples.empty() || s.launches != samples.back().launches) last_progress_ns = s.now;
+    samples.push_back(s);
+    while (samples.size() > 2 && s.now - samples.front().now > kHistoryNs) samples.pop_front();
+  }
+  // The oldest sample at or after `since`.
+  const Sample& from(std::uint64_t since) const {
+    for (const Sample& s : samples) {
+      if (s.now >= since) return s;
+    }
+    return samples.back();
+  }
+  Rate rate_since(std::uint64_t since) const { return rate_between(from(since), samples.back()); }
+};
+
+// The measured part of an output: speed over the last half second (none
+// for a job that never launched), launch rate, and the GPU share of its
+// tracked launches.
+void measure_output(const Track& track, std::uint64_t now, ComputeJobOutput* o) {
+  std::uint64_t since = now > kShowWindowNs ? now - kShowWindowNs : 0;
+  Rate shown = track.rate_since(since);
+  o->speed_per_s = track.samples.back().launches > 0 ? shown.per_s : -1;
+  o->speed_in_iterations = shown.iterations;
+  const Sample& first = track.from(since);
+  const Sample& last = track.samples.back();
+  if (last.now > first.now) {
+    double span = static_cast<double>(last.now - first.now);
+    o->launch_rate_per_s = static_cast<double>(last.launches - first.launches) * 1e9 / span;
+    if (last.busy > first.busy) o->gpu_share = static_cast<double>(last.busy - first.busy) / span;
+  }
+}
+
+class GpushareController : public DeviceController {
+ public:
+  explicit GpushareController(const ComputeTuning& tuning) : t_(tuning) {}
+
+  std::vector<ComputeJobOutput> tick(std::uint64_t now,
+                                     const std::vector<ComputeJobInput>& jobs) override {
+    update_tracks(now, jobs);
+    bool active = any_production_active(now, jobs);
+    if (!active) {
+      enter(Phase::kFree, now);
+    } else if (phase_ == Phase::kFree) {
+      bool known = true;
+      for (const ComputeJobInput& job : jobs) {
+        if (job.qos == kQosProduction && tracks_[job.id].solo <= 0) known = false;
+      }
+      enter(known ? Phase::kSlowStart : Phase::kProfile, now);
+    }
+    if (phase_ == Phase::kProfile) {
+      profile(now, jobs);
+    } else if (phase_ == Phase::kSlowStart || phase_ == Phase::kAvoid) {
+      evaluate(now, jobs);
+    }
+    return outputs(now, jobs);
+  }
+
+  ComputeDeviceStatus status() const override {
+    static const char* const kNames[] = {"free", "profile", "slow-start", "avoid"};
+    return {kNames[static_cast<int>(phase_)], phase_ == Phase::kFree ? 1.0 : harvest_};
+  }
+
+ private:
+  enum class Phase { kFree, kProfile, kSlowStart, kAvoid };
+
+  void enter(Phase phase, std::uint64_t now) {
+    if (phase == phase_ && phase == Phase::kFree) return;
+    phase_ = phase;
+    change_ns_ = now;
+    stale_ = 0;
+    if (phase == Phase::kSlowStart) harvest_ = kStartHarvest;
+  }
+
+  void update_tracks(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
+    std::map<std::uint64_t, Track> kept;
+    for (const ComputeJobInput& job : jobs) {
+      Track& track = kept[job.id];
+      if (auto old = tracks_.find(job.id); old != tracks_.end()) track = std::move(old->second);
+      track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
+    }
+    tracks_ = std::move(kept);  // a job that left is forgotten
+  }
+
+  bool any_production_active(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
+    for (const ComputeJobInput& job : jobs) {
+      const Track& track = tracks_[job.id];
+      if (job.qos == kQosProduction && track.samples.size() > 1 &&
+          now - track.last_progress_ns < t_.idle_after_ns) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The length of one measurement: enough iterations of the slowest
+  // production job, within [min_eval, max_eval].
+  std::uint64_t eval_ns(const std::vector<ComputeJobInput>& jobs) {
+    double longest = 0;
+    for (const ComputeJobInput& job : jobs) {
+      const Track& track = tracks_[job.id];
+      if (job.qos == kQosProduction && track.solo > 0) {
+        longest = std::max(longest, t_.min_iterations * 1e9 / track.solo);
+      }
+    }
+    return std::clamp(static_cast<std::uint64_t>(longest), t_.min_eval_ns, t_.max_eval_ns);
+  }
+
+  // Measures every active production job since the last change; false
+  // while some measurement is still too short.
+  bool measure(std::uint64_t now, const std::vector<ComputeJobInput>& jobs, std::uint64_t length,
+               std::map<std::uint64_t, double>* speeds) {
+    if (now < change_ns_ + t_.settle_ns + length) return false;
+    bool overdue = now >= change_ns_ + t_.settle_ns + t_.max_eval_ns;
+    for (const ComputeJobInput& job : jobs) {
+      if (job.qos != kQosProduction) continue;
+      const Track& track = tracks_[job.id];
+      if (now - track.last_progress_ns >= t_.idle_after_ns) continue;  // idle: not protected
+      Rate rate = track.rate_since(change_ns_ + t_.settle_ns);
+      if (rate.iterations && rate.count < static_cast<std::uint64_t>(t_.min_iterations) &&
+          !overdue) {
+        return false;
+      }
+      if (rate.per_s > 0) (*speeds)[job.id] = rate.per_s;
+    }
+    return !speeds->empty();
+  }
+
+  void profile(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
+    std::map<std::uint64_t, double> speeds;
+    if (!measure(now, jobs, t_.min_eval_ns, &speeds)) return;
+    for (const auto& [id, speed] : speeds) tracks_[id].solo = speed;
+    enter(Phase::kSlowStart, now);
+  }
+
+  void evaluate(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
+    std::map<std::uint64_t, double> speeds;
+    if (!measure(now, jobs, eval_ns(jobs), &speeds)) return;
+    double slowdown = 0;
+    for (const auto& [id, speed] : speeds) {
+      Track& track = tracks_[id];
+      if (track.solo <= 0 || speed > track.solo * (1 + t_.slowdown_target)) track.solo = speed;
+      slowdown = std::max(slowdown, 1 - speed / track.solo);
+    }
+    double target = t_.slowdown_target;
+    bool good = slowdown <= target;
+    if (phase_ == Phase::kSlowStart) {
+      if (good) {
+        harvest_ = std::min(1.0, harvest_ * 2);
+      } else {
+        harvest_ = std::max(t_.harvest_min, harvest_ / 2);
+        phase_ = Phase::kAvoid;
+        step_ = std::max(harvest_ / 10, kMinStep);
+        goods_ = 0;
+      }
+    } else if (good) {
+      harvest_ = std::min(1.0, harvest_ + step_);
+      // Good steps in a row: the level was cut by noise, not by harm
+      // (with the yield in force, overlap costs production little), so
+      // the step grows to find the level again within about a second.
+      if (++goods_ % 2 == 0) step_ = std::min(step_ * 2, kMaxStep);
+    } else {
+      goods_ = 0;
+      step_ = std::max(harvest_ / 10, kMinStep);
+      harvest_ = std::max(t_.harvest_min, harvest_ * (slowdown > 4 * target ? 0.35 : 0.7));
+    }
+    // Over the target with the opportunistic jobs at the floor: the
+    // production job is slower for another reason (its own phase, or the
+    // host), and its solo estimate is stale.
+    stale_ = (slowdown > target && harvest_ <= t_.harvest_min * 1.01) ? stale_ + 1 : 0;
+    change_ns_ = now;
+    if (stale_ >= 3) {  // slower than "solo" with nobody else running: re-measure
+      for (const ComputeJobInput& job : jobs) {
+        if (job.qos == kQosProduction) tracks_[job.id].solo = -1;
+      }
+      enter(Phase::kProfile, now);
+    }
+  }
+
+  // The harvest's part for one opportunistic job, by weight.
+  double allowed_share(const ComputeJobInput& job, const std::vector<ComputeJobInput>& jobs) const {
+    double total = 0;
+    for (const ComputeJobInput& other : jobs) {
+      if (other.qos == kQosOpportunistic) total += std::max(other.weight, 1e-6);
+    }
+    return harvest_ * std::max(job.weight, 1e-6) / std::max(total, 1e-6);
+  }
+
+  std::vector<ComputeJobOutput> outputs(std::uint64_t now,
+                                        const std::vector<ComputeJobInput>& jobs) {
+    std::vector<ComputeJobOutput> out;
+    for (const ComputeJobInput& job : jobs) {
+      Track& track = tracks_[job.id];
+      ComputeJobOutput o;
+      o.id = job.id;
+      measure_output(track, now, &o);
+      if (job.qos == kQosProduction) {
+        o.solo_speed_per_s = track.solo;
+        if (track.solo > 0 && o.speed_per_s >= 0) o.slowdown = 1 - o.speed_per_s / track.solo;
+      } else {
+        o.limits = opportunistic_limits(job, jobs);
+      }
+      // The user's static cap holds too: the tighter of the two.
+      if (job.compute_cap_ppm < o.limits.compute_cap_ppm)
+        o.limits.compute_cap_ppm = job.compute_cap_ppm;
+      out.push_back(o);
+    }
+    return out;
+  }
+
+  ComputeLimits opportunistic_limits(const ComputeJobInput& job,
+                                     const std::vector<ComputeJobInput>& jobs) const {
+    ComputeLimits limits;
+    if (phase_ == Phase::kFree) return limits;
+    if (phase_ == Phase::kProfile) {
+      limits.launch_budget = 0;
+      limits.launch_window_ns = t_.window_ns;
+      limits.max_queued = 1;
+      return limits;
+    }
+    limits.compute_cap_ppm =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(allowed_share(job, jobs) * 1e6));
+    return limits;
+  }
+
+  ComputeTuning t_;
+  std::map<std::uint64_t, Track> tracks_;
+  Phase phase_ = Phase::kFree;
+  std::uint64_t change_ns_ = 0;
+  double harvest_ = 1.0;
+  double step_ = 0;
+  int goods_ = 0;  // good steps in a row, in avoid
+  int stale_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceController> make_tgs_controller(const ComputeTuning& tuning);
+
+struct ProgressMeter::Tracks {
+  std::map<std::uint64_t, Track> by_id;
+};
+
+ProgressMeter::ProgressMeter() : tracks_(std::make_unique<Tracks>()) {}
+ProgressMeter::~ProgressMeter() = default;
+
+void ProgressMeter::measure(std::uint64_t now, const std::vector<ComputeJobInput>& jobs,
+                            std::vector<ComputeJobOutput>* outputs) {
+  std::map<std::uint64_t, Track> kept;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const ComputeJobInput& job = jobs[i];
+    Track& track = kept[job.id];
+    if (auto old = tracks_->by_id.find(job.id); old != tracks_->by_id.end()) {
+      track = std::move(old->second);
+    }
+    track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
+    if (i < outputs->size()) measure_output(track, now, &(*outputs)[i]);
+  }
+  tracks_->by_id = std::move(kept);
+}
+
+std::optional<ComputePolicy> parse_compute_policy(std::string_view text) {
+  if (text == "none") return ComputePolicy::kNone;
+  if (text == "gpushare") return ComputePolicy::kGpushare;
+  if (text == "tgs") return ComputePolicy::kTgs;
+  return std::nullopt;
+}
+
+const char* compute_policy_name(ComputePolicy policy) {
+  switch (policy) {
+    case ComputePolicy::kNone:
+      return "none";
+    case ComputePolicy::kGpushare:
+      return "gpushare";
+    case ComputePolicy::kTgs:
+      return "tgs";
+  }
+  return "none";
+}
+
+namespace {
+
+class UncontrolledController : public DeviceController {
+ public:
+  std::vector<ComputeJobOutput> tick(std::uint64_t now,
+                                     const std::vector<ComputeJobInput>& jobs) override {
+    std::vector<ComputeJobOutput> out;
+    for (const ComputeJobInput& job : jobs) {
+      ComputeJobOutput o;
+      o.id = job.id;
+      o.limits.compute_cap_ppm = job.compute_cap_ppm;
+      out.push_back(o);
+    }
+    meter_.measure(now, jobs, &out);
+    return out;
+  }
+  ComputeDeviceStatus status() const override { return {"none", 1.0}; }
+
+ private:
+  ProgressMeter meter_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceController> make_device_controller(ComputePolicy policy,
+                                                         const ComputeTuning& tuning) {
+  switch (policy) {
+    case ComputePolicy::kGpushare:
+      return std::make_unique<GpushareController>(tuning);
+    case ComputePolicy::kTgs:
+      return make_tgs_controller(tuning);
+    case ComputePolicy::kNone:
+      break;
+  }
+  return std::make_unique<UncontrolledController>();
+}
+
+}  // namespace gpushare::coord

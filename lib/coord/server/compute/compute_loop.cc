@@ -1,0 +1,126 @@
+#include "coord/server/compute/compute_loop.h"
+
+#include <set>
+#include <vector>
+
+namespace gpushare::coord {
+
+// Every production job's mark, once per tick; forgets jobs that left.
+void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
+  const ComputeTuning tuning;
+  std::set<std::uint64_t> registered;
+  std::vector<YieldProducer> producers;
+  std::map<std::uint64_t, Activity> activity;
+  producers_.clear();
+  jobs_.clear();
+  registry.for_each_process([&](Process& job) {
+    registered.insert(job.key);
+    jobs_[job.key] = &job;
+    ControlBlock& block = *job.block;
+    const TelemetryPage& t = block.telemetry();
+    Activity& a = activity[job.key];
+    if (auto old = activity_.find(job.key); old != activity_.end()) a = old->second;
+    std::uint64_t launches = t.launches.load(std::memory_order_relaxed);
+    if (a.moved_ns == 0 || launches != a.launches) a = {launches, now_ns};
+    if (block.qos() != kQosProduction) return;
+    YieldProducer p;
+    p.id = job.key;
+    p.sealed = block.yield_sealed();
+    bool fresh = t.heartbeat_ns.load(std::memory_order_acquire) + kComputeStaleNs >= now_ns;
+    p.active = fresh && !block.paused() && now_ns - a.moved_ns < tuning.idle_after_ns;
+    p.busy = block.yield_busy();
+    p.marks = block.yield_marks();
+    producers.push_back(p);
+    producers_[job.key] = p;
+  });
+  activity_ = std::move(activity);
+  yield_.sample(now_ns, producers, registered);
+}
+
+// One device's yield masks: pages sent where needed, masks written.
+void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
+                             const std::vector<bool>& live) {
+  std::vector<YieldProducer> on_device;
+  for (const auto& [job, device] : members) {
+    if (auto p = producers_.find(job->key); p != producers_.end()) on_device.push_back(p->second);
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    auto [job, device] = members[i];
+    std::uint64_t mask = 0;
+    if (live[i] && job->block->qos() == kQosOpportunistic) {
+      std::vector<YieldDelivery> to_send;
+      mask = yield_.mask(job->key, controlled, on_device, &to_send);
+      for (const YieldDelivery& d : to_send) {
+        auto producer = jobs_.find(d.producer);
+        if (producer == jobs_.end() || !yield_sender_) continue;
+        if (yield_sender_(d.receiver, d.slot, producer->second->block->yield_fd())) {
+          yield_.delivered(d);
+        }
+      }
+    }
+    job->block->set_yield_mask(device, mask);
+  }
+}
+
+void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
+  sample_yield(registry, now_ns);
+  struct Member {
+    Process* job;  // one process of a job: each is throttled through its own pages
+    int device;    // index in the process's devices
+  };
+  std::map<std::string, std::vector<Member>> by_device;
+  registry.for_each_process([&](Process& job) {
+    for (std::size_t i = 0; i < job.devices.size(); ++i) {
+      by_device[job.devices[i].uuid].push_back({&job, static_cast<int>(i)});
+    }
+  });
+  // Controllers of devices no job uses any more are dropped: a device
+  // coming back starts afresh.
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    it = by_device.count(it->first) ? std::next(it) : devices_.erase(it);
+  }
+  for (auto& [uuid, members] : by_device) {
+    std::unique_ptr<DeviceController>& controller = devices_[uuid];
+    if (!controller) controller = make_device_controller(policy_);
+    std::vector<ComputeJobInput> inputs;
+    std::vector<Member> live;
+    std::vector<std::pair<Process*, int>> all;
+    std::vector<bool> is_live;
+    for (const Member& m : members) {
+      const TelemetryPage& t = m.job->block->telemetry();
+      std::uint64_t heartbeat = t.heartbeat_ns.load(std::memory_order_acquire);
+      bool fresh = heartbeat + kComputeStaleNs >= now_ns && !m.job->block->paused();
+      ComputeJobInput in;
+      in.id = m.job->key;
+      in.qos = m.job->block->qos();
+      in.launches = t.launches.load(std::memory_order_relaxed);
+      in.iterations = t.iterations.load(std::memory_order_relaxed);
+      in.last_iteration_ns = t.last_iteration_ns.load(std::memory_order_relaxed);
+      in.gpu_busy_ns = t.gpu_busy_ns.load(std::memory_order_relaxed);
+      in.compute_cap_ppm = m.job->compute_cap_ppm;
+      all.emplace_back(m.job, m.device);
+      is_live.push_back(fresh);
+      if (fresh) {
+        inputs.push_back(in);
+        live.push_back(m);
+      } else {
+        // Not driven by the loop while stale or paused; its cap holds.
+        ComputeLimits limits = m.job->block->compute(m.device);
+        limits.compute_cap_ppm = m.job->compute_cap_ppm;
+        m.job->block->set_compute(m.device, limits);
+      }
+    }
+    std::vector<ComputeJobOutput> outputs = controller->tick(now_ns, inputs);
+    ComputeDeviceStatus status = controller->status();
+    for (std::size_t i = 0; i < live.size() && i < outputs.size(); ++i) {
+      live[i].job->block->set_compute(live[i].device, outputs[i].limits);
+      if (live[i].device == 0) {
+        live[i].job->compute = outputs[i];
+        live[i].job->compute_phase = status.phase;
+      }
+    }
+    plan_yield(policy_ == ComputePolicy::kGpushare && status.phase != "free", all, is_live);
+  }
+}
+
+}  // namespace gpushare::coord

@@ -1,0 +1,59 @@
+// The compute loop's I/O half: every kComputeTickNs the server reads each
+// job's telemetry page, hands each device's jobs to that device's
+// controller (compute_control.h), and writes the limits it returns into
+// the jobs' limits pages. Runs on the server's event loop (a timerfd), so
+// no lock is needed: the registry is only ever touched by that thread.
+//
+// A job whose telemetry has not moved for kComputeStaleNs (stopped, or
+// dying) is left out of its device's tick, so a job that dies mid-loop
+// stops counting at once, before its socket even closes.
+//
+// The yield signal (compute_yield.h): each tick the loop samples every
+// production job's busy mark, sends production jobs' yield pages to the
+// opportunistic jobs on their devices (through the sender the server
+// gives it), and writes each opportunistic job's yield_mask.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "coord/server/compute/compute_control.h"
+#include "coord/server/compute/compute_yield.h"
+#include "coord/server/registry/registry.h"
+
+namespace gpushare::coord {
+
+inline constexpr std::uint64_t kComputeStaleNs = 500'000'000;
+
+class ComputeLoop {
+ public:
+  /// Sends a yield page (the descriptor) for a slot to a registered job;
+  /// false when it could not be sent (it is tried again next tick).
+  using YieldSender = std::function<bool(std::uint64_t job_id, int slot, int fd)>;
+
+  explicit ComputeLoop(ComputePolicy policy) : policy_(policy) {}
+  void tick(Registry& registry, std::uint64_t now_ns);
+  ComputePolicy policy() const { return policy_; }
+  void set_yield_sender(YieldSender sender) { yield_sender_ = std::move(sender); }
+
+ private:
+  struct Activity {
+    std::uint64_t launches = 0;
+    std::uint64_t moved_ns = 0;
+  };
+  void sample_yield(Registry& registry, std::uint64_t now_ns);
+  void plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
+                  const std::vector<bool>& live);
+
+  ComputePolicy policy_;
+  YieldSender yield_sender_;
+  YieldPlanner yield_;
+  std::map<std::uint64_t, YieldProducer> producers_;  // this tick's, by job id
+  std::map<std::uint64_t, Process*> jobs_;            // this tick's, by process key
+  std::map<std::uint64_t, Activity> activity_;
+  std::map<std::string, std::unique_ptr<DeviceController>> devices_;  // by UUID
+};
+
+}  // namespace gpushare::coord

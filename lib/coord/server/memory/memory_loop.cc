@@ -1,0 +1,95 @@
+// Grouping jobs by device for the memory arbiter (memory_loop.h).
+#include "coord/server/memory/memory_loop.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coord/server/memory/memory_arbiter.h"
+
+namespace gpushare::coord {
+
+namespace {
+
+struct Slot {  // one process of a job on one device
+  Process* job;
+  int index;  // the device's index in the job's registration
+};
+
+struct DeviceJobs {
+  std::uint64_t capacity = kNoLimit;
+  std::vector<Slot> slots;
+  std::vector<ArbiterJob> inputs;
+  std::vector<std::uint64_t> request_seqs;  ///< per slot: the wait its inputs belong to
+};
+
+ArbiterJob input_of(const Process& job, int index, std::uint64_t* request_seq) {
+  const TelemetryPage& t = job.block->telemetry();
+  // Acquire before the bytes: they are then at least as new as the wait.
+  *request_seq = t.mem_request_seq[index].load(std::memory_order_acquire);
+  ArbiterJob in;
+  in.id = job.key;
+  in.qos = job.block->qos();
+  std::uint64_t used = t.devices[index].mem_used_bytes.load(std::memory_order_relaxed);
+  // Issue 11 (3): plain memory a suspend moved to the host holds no device
+  // memory (its charge stays, so that resume fits the job's limit).
+  std::uint64_t suspended = t.suspended_bytes[index].load(std::memory_order_relaxed);
+  used = used > suspended ? used - suspended : 0;
+  if (in.qos == kQosOpportunistic) {
+    std::uint64_t device = t.device_resident_bytes[index].load(std::memory_order_relaxed);
+    std::uint64_t host = t.host_resident_bytes[index].load(std::memory_order_relaxed);
+    in.managed_bytes = device + host < device ? kNoLimit : device + host;
+    in.pinned_bytes = used > in.managed_bytes ? used - in.managed_bytes : 0;
+    in.mem_limit = job.block->mem_limit(index);
+  } else {
+    // A waiting allocation's bytes are reserved, so already in `used`; a
+    // request names only what is not (a new context's expected size).
+    in.held_bytes = used;
+    in.request_bytes = t.mem_request_bytes[index].load(std::memory_order_relaxed);
+  }
+  return in;
+}
+
+// No spill can make the production requests fit: every production job
+// waiting on the device is told so, and fails its allocation now rather
+// than after its wait (control_block.h, "No room coming"). The sequence
+// numbers were read before the bytes the arbiter judged (input_of).
+void refuse_waiting_production(const DeviceJobs& d) {
+  for (std::size_t i = 0; i < d.slots.size(); ++i) {
+    const Slot& slot = d.slots[i];
+    if (slot.job->block->qos() == kQosOpportunistic || d.request_seqs[i] == 0) continue;
+    slot.job->block->refuse_room(slot.index, d.request_seqs[i]);
+  }
+}
+
+}  // namespace
+
+void memory_tick(Registry& registry) {
+  std::map<std::string, DeviceJobs> devices;
+  registry.for_each_process([&](Process& job) {
+    if (!job.block) return;
+    int count = std::min<int>(job.block->device_count(), static_cast<int>(job.devices.size()));
+    for (int index = 0; index < count && index < kMaxDevices; ++index) {
+      DeviceJobs& d = devices[job.devices[index].uuid];
+      d.capacity = std::min(d.capacity, job.devices[index].mem_total_bytes);
+      d.slots.push_back(Slot{&job, index});
+      std::uint64_t request_seq = 0;
+      d.inputs.push_back(input_of(job, index, &request_seq));
+      d.request_seqs.push_back(request_seq);
+    }
+  });
+  for (auto& [uuid, d] : devices) {
+    ArbiterResult result = arbitrate(d.capacity, d.inputs);
+    if (!result.fits) refuse_waiting_production(d);
+    std::size_t next = 0;
+    for (const Slot& slot : d.slots) {
+      if (slot.job->block->qos() != kQosOpportunistic) continue;
+      if (next >= result.targets.size()) break;
+      slot.job->block->set_device_resident_target(slot.index,
+                                                  result.targets[next++].device_resident_target);
+    }
+  }
+}
+
+}  // namespace gpushare::coord

@@ -1,0 +1,186 @@
+// The coordinator's registry: every job on the node, its control block, and
+// the rules for finding, showing and changing jobs. No I/O beyond the shared
+// pages, so every rule is unit-testable.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "coord/contract/protocol.h"
+#include "coord/server/registry/authorize.h"
+#include "coord/server/registry/compute_output.h"
+#include "coord/server/registry/control_block_owner.h"
+#include "coord/server/registry/tree_identity.h"
+
+namespace gpushare::coord {
+
+/// A job is "stale" when its telemetry has not moved for this long (it is
+/// stopped, or stuck in a way that stops its client thread).
+inline constexpr std::uint64_t kStaleAfterNs = 2'000'000'000;
+
+/// The largest id a re-registering job may ask to keep.
+inline constexpr std::uint64_t kMaxIdHint = 1u << 31;
+
+/// Why a request was refused, for the error reply's "reason".
+inline constexpr const char* kReasonUnknownJob = "unknown-job";
+inline constexpr const char* kReasonAmbiguous = "ambiguous-job";
+inline constexpr const char* kReasonDenied = "permission-denied";
+inline constexpr const char* kReasonInvalid = "invalid-value";
+inline constexpr const char* kReasonInternal = "internal";
+/// Issue 11: the job holds memory a suspend cannot move.
+inline constexpr const char* kReasonNotSuspendable = "not-suspendable";
+
+/// What the coordinator decided for a job, kept in its state file so that a
+/// restarted coordinator restores it when the job registers again.
+struct Decision {
+  std::uint64_t id = 0;
+  uid_t uid = 0;
+  pid_t pid = 0;  ///< the job's first process
+  std::string name;
+  std::uint32_t qos = kQosProduction;
+  bool paused = false;
+  std::vector<std::uint64_t> mem_limit_bytes;  ///< per device of the job, in its order
+  std::uint64_t compute_cap_ppm = kNoLimit;
+};
+
+/// One registered process of a job: its connection's control block. Each
+/// process has its own pages (limits written by the coordinator, telemetry
+/// by the process); the job's limits, class and pause are written into all
+/// of them.
+struct Process {
+  std::uint64_t key = 0;     ///< the registry's own, unique among processes
+  std::uint64_t job_id = 0;  ///< the job it belongs to
+  pid_t pid = 0;
+  std::vector<DeviceRegistration> devices;  ///< as it registered them
+  std::unique_ptr<ControlBlock> block;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap, for the compute loop
+  ComputeJobOutput compute;                  ///< the controller's last word (first device)
+  std::string compute_phase;
+};
+
+/// A device of a job: the union, by UUID, of its processes' devices.
+struct JobDevice {
+  std::string uuid;
+  std::uint64_t mem_total_bytes = 0;
+  std::uint64_t start_limit_bytes = kNoLimit;  ///< the start limit (its first process's)
+  std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force, for the whole tree
+};
+
+/// A job: the process tree of one gpushare-run (issue 18, item 5). Its
+/// processes are those that proved membership of one tree file
+/// (tree_identity.h); a process without a proof is a job of its own. The
+/// job lives while any of its processes is registered.
+struct Job {
+  std::uint64_t id = 0;
+  std::string name;
+  uid_t uid = 0;
+  std::uint32_t qos = kQosProduction;
+  bool paused = false;
+  std::uint64_t compute_cap_ppm = kNoLimit;  ///< the static cap (compute=N%)
+  std::vector<JobDevice> devices;            ///< in the order first registered
+  std::vector<std::uint64_t> processes;      ///< process keys, in registration order
+  TreeProof tree;                            ///< invalid: a job of one process
+  bool suspend_requested = false;  ///< issue 11: asked of every process (suspend.cc)
+  std::string suspend_refused;     ///< issue 11: why the job refused its last suspend
+  bool resuming = false;           ///< issue 11: launches held until the job is back
+};
+
+class Registry {
+ public:
+  explicit Registry(Policy policy) : policy_(std::move(policy)) {}
+
+  /// Registers a process for `peer` (its pid and uid come from the
+  /// socket). With a valid `tree` it joins the job of that tree, when one
+  /// of the same uid is registered; otherwise it starts a job. The
+  /// returned block's descriptors are to be sent, then closed.
+  Result<Process*> add(const RegisterRequest& request, const Caller& peer,
+                       TreeProof tree = TreeProof());
+  /// Forgets a process (by key), and its job with its last process; false
+  /// when there was no such process.
+  bool remove(std::uint64_t process_key);
+  const Job* find(std::uint64_t id) const;
+  const Process* process(std::uint64_t key) const;
+  /// Pauses or resumes every process of a job (the enforcer's pause);
+  /// false when there is no such job.
+  bool set_paused(std::uint64_t id, bool paused);
+  /// Registered jobs (not processes).
+  std::size_t size() const { return jobs_.size(); }
+
+  std::vector<JobView> list(std::uint64_t now_ns) const;
+  NodeView node(std::uint64_t now_ns) const;
+  /// The request's failure reason goes to `reason` (one of kReason*).
+  Result<JobView> show(std::string_view selector, std::uint64_t now_ns, std::string* reason) const;
+  Result<JobView> set(const SetRequest& request, const Caller& caller, std::uint64_t now_ns,
+                      std::string* reason);
+  Result<JobView> pause(const PauseRequest& request, const Caller& caller, std::uint64_t now_ns,
+                        std::string* reason);
+  /// Issue 11 (server/suspend.cc): asks the job to move its device memory
+  /// to the host; refused when it holds memory that cannot move.
+  Result<JobView> suspend(const SuspendRequest& request, const Caller& caller,
+                          std::uint64_t now_ns, std::string* reason);
+
+  const Policy& policy() const { return policy_; }
+
+  /// Issue 11 (suspend.cc): fills the suspend state, suspended bytes and
+  /// refusal into a job's view; the note for a resume that changes
+  /// nothing (empty when it does); one tick of suspend bookkeeping.
+  void suspend_view(const Job& job, JobView* view) const;
+  std::string resume_note(const Job& job) const;
+  void suspend_tick(const std::function<void(const std::string&)>& note);
+
+  /// Every registered process, for the compute and memory loops (which
+  /// write their compute limits and residency targets, per process).
+  template <class Function>
+  void for_each_process(Function&& function) {
+    for (auto& [key, process] : processes_) function(process);
+  }
+
+  /// Decisions of an earlier coordinator. A job whose first process
+  /// (uid and pid) registers again with its old id gets them back: its
+  /// limits, class, name and pause. An id remembered for one uid is never
+  /// given to another (an id hint is only honoured for its owner).
+  void remember(std::vector<Decision> decisions);
+  /// The decisions in force now, one per registered job, for the state file.
+  std::vector<Decision> decisions() const;
+
+ private:
+  /// JOB is an id, then a pid, then a name. A name is looked up among the
+  /// caller's own jobs first, so another user cannot make it ambiguous by
+  /// copying it; otherwise it must be unique.
+  Result<Job*> resolve(std::string_view selector, std::string* reason,
+                       const Caller* caller = nullptr) const;
+  JobView view(const Job& job, std::uint64_t now_ns) const;
+  Job& start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree);
+  Job* tree_job(const TreeProof& tree, uid_t uid);
+  void restore(Job& job, const Decision& decision);
+  /// Writes the job's limits, class, pause and cap into one process's pages.
+  void apply(const Job& job, Process& process) const;
+
+  Policy policy_;
+  std::map<std::uint64_t, Job> jobs_;           // by id, so lists come in id order
+  std::map<std::uint64_t, Process> processes_;  // by key
+  std::uint64_t next_key_ = 1;
+  struct Device {
+    std::string uuid;
+    std::uint64_t mem_total_bytes;
+  };
+  std::vector<Device> devices_;  // devices of registered jobs, in the order first seen
+  std::map<std::uint64_t, Decision> remembered_;  // by id, from an earlier coordinator
+  std::uint64_t next_id_ = 1;
+
+  void learn_devices();
+};
+
+/// A memory limit as `set` takes it, for one device: a size, a percentage
+/// of the device, or "none".
+Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_total_bytes);
+
+}  // namespace gpushare::coord

@@ -1,0 +1,116 @@
+#include "interpose/compute/throttle_logic.h"
+
+namespace gpushare::interpose {
+namespace {
+
+double min_double(double a, double b) { return a < b ? a : b; }
+
+std::uint64_t clamp_sleep(double ns) {
+  if (!(ns > 0)) return 1000;  // a microsecond: the token is about to arrive
+  if (ns > static_cast<double>(kMaxSleepNs)) return kMaxSleepNs;
+  std::uint64_t whole = static_cast<std::uint64_t>(ns);
+  return whole < 1000 ? 1000 : whole;
+}
+
+// Launch tokens: budget per window, the bucket as large as one budget (at
+// least one launch, so that a budget below one per window still passes).
+void refill_launches(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t now) {
+  double size = static_cast<double>(limits.launch_budget);  // 0, or at least one launch
+  if (s->launch_refill_ns == 0) {
+    s->launch_tokens = size;
+  } else if (now > s->launch_refill_ns && limits.launch_window_ns > 0) {
+    double rate =
+        static_cast<double>(limits.launch_budget) / static_cast<double>(limits.launch_window_ns);
+    s->launch_tokens += rate * static_cast<double>(now - s->launch_refill_ns);
+  }
+  s->launch_tokens = min_double(s->launch_tokens, size);
+  s->launch_refill_ns = now;
+}
+
+void refill_time(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t now) {
+  double rate = static_cast<double>(limits.compute_cap_ppm) / 1e6;
+  double size = rate * static_cast<double>(kCapWindowNs);
+  if (s->time_refill_ns == 0) {
+    s->time_tokens_ns = 0;  // empty at first: no burst beyond the cap when a job starts
+  } else if (now > s->time_refill_ns) {
+    s->time_tokens_ns += rate * static_cast<double>(now - s->time_refill_ns);
+  }
+  s->time_tokens_ns = min_double(s->time_tokens_ns, size);
+  s->time_refill_ns = now;
+}
+
+}  // namespace
+
+std::uint64_t queue_bound(const ThrottleLimits& limits) {
+  std::uint64_t bound = limits.max_queued;
+  if (limits.compute_cap_ppm != kThrottleNoLimit && bound > kCapQueue) bound = kCapQueue;
+  // Following a production job's yield: one launch in flight, so that at
+  // most one of ours overlaps its next launch.
+  if (limits.yield_mask != 0) bound = 1;
+  if (bound == 0) bound = 1;  // nothing queued at all would stop the job for good
+  return bound;
+}
+
+ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
+                                 std::uint64_t now) {
+  ThrottleDecision decision;
+  bool budgeted = limits.launch_budget != kThrottleNoLimit;
+  bool capped = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0;
+  if (budgeted) {
+    refill_launches(s, limits, now);
+  } else {
+    s->launch_refill_ns = 0;
+  }
+  if (capped) {
+    refill_time(s, limits, now);
+  } else {
+    s->time_refill_ns = 0;
+  }
+
+  std::uint64_t bound = queue_bound(limits);
+  if (bound != kThrottleNoLimit && s->queued >= bound) {
+    decision.wait = ThrottleWait::kOldest;
+    return decision;
+  }
+  if (capped && s->time_tokens_ns <= 0) {
+    if (s->queued > 0) {  // learn what the queued work cost before sleeping
+      decision.wait = ThrottleWait::kOldest;
+      return decision;
+    }
+    double rate = static_cast<double>(limits.compute_cap_ppm) / 1e6;
+    decision.wait = ThrottleWait::kSleep;
+    decision.sleep_ns = clamp_sleep(-s->time_tokens_ns / rate);
+    return decision;
+  }
+  if (budgeted && s->launch_tokens < 1) {
+    decision.wait = ThrottleWait::kSleep;
+    if (limits.launch_budget == 0 || limits.launch_window_ns == 0) {
+      decision.sleep_ns = kMaxSleepNs;
+    } else {
+      double rate =
+          static_cast<double>(limits.launch_budget) / static_cast<double>(limits.launch_window_ns);
+      decision.sleep_ns = clamp_sleep((1 - s->launch_tokens) / rate);
+    }
+    return decision;
+  }
+  return decision;
+}
+
+void throttle_launched(ThrottleState* s, const ThrottleLimits& limits, bool tracked) {
+  if (limits.launch_budget != kThrottleNoLimit) s->launch_tokens -= 1;
+  if (tracked) ++s->queued;
+}
+
+void throttle_finished(ThrottleState* s, std::uint64_t gpu_ns) {
+  if (s->queued > 0) --s->queued;
+  if (s->time_refill_ns != 0) s->time_tokens_ns -= static_cast<double>(gpu_ns);
+}
+
+void throttle_reset(ThrottleState* s) {
+  s->launch_tokens = 0;
+  s->launch_refill_ns = 0;
+  s->time_tokens_ns = 0;
+  s->time_refill_ns = 0;
+}
+
+}  // namespace gpushare::interpose

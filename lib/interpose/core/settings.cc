@@ -1,0 +1,137 @@
+#include "interpose/core/settings.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "vocab/env.h"
+
+namespace gpushare::interpose {
+namespace {
+
+void copy_bounded(char* destination, std::size_t capacity, const char* source) {
+  std::size_t length = std::strlen(source);
+  if (length >= capacity) length = capacity - 1;
+  std::memcpy(destination, source, length);
+  destination[length] = '\0';
+}
+
+}  // namespace
+
+void read_settings(GetEnvFunction getenv, Settings* settings) {
+  *settings = Settings{};
+  const char* disable = getenv(env::kDisable);
+  settings->disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
+
+  if (const char* level = getenv(env::kLog); level != nullptr && *level != '\0') {
+    std::string_view text(level);
+    if (text == "error") {
+      settings->log_level = LogLevel::kError;
+    } else if (text == "warning") {
+      settings->log_level = LogLevel::kWarning;
+    } else if (text == "info") {
+      settings->log_level = LogLevel::kInfo;
+    } else if (text == "debug") {
+      settings->log_level = LogLevel::kDebug;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_LOG '%s': expected error, warning, info or debug", level);
+      return;
+    }
+  }
+
+  if (const char* qos = getenv(env::kQos); qos != nullptr && *qos != '\0') {
+    if (!parse_qos(qos, &settings->qos)) {
+      std::snprintf(settings->error, sizeof settings->error, "invalid GPUSHARE_QOS '%s': %s", qos,
+                    kQosExpected);
+      return;
+    }
+  }
+
+  if (const char* spill = getenv(env::kSpill); spill != nullptr && *spill != '\0') {
+    if (std::strcmp(spill, "on") == 0 || std::strcmp(spill, "off") == 0) {
+      settings->spill = std::strcmp(spill, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_SPILL '%s': expected on or off", spill);
+      return;
+    }
+  }
+
+  if (const char* value = getenv(env::kSuspendable); value != nullptr && *value != '\0') {
+    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
+      settings->suspendable = std::strcmp(value, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_SUSPENDABLE '%s': expected on or off", value);
+      return;
+    }
+  }
+
+  if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
+    std::string_view unit;
+    SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);
+    // A percentage is checked against a nominal 1 TiB device here; the real
+    // capacity is applied per device once CUDA is initialised.
+    std::uint64_t probe = 0;
+    if (error == SizeError::kNone) {
+      error = resolve_size(settings->mem_limit, true, 1ull << 40, &probe);
+    }
+    if (error != SizeError::kNone) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_MEM_LIMIT: '%s' %s%s%s", limit, size_error_reason(error),
+                    error == SizeError::kUnknownUnit ? " " : "",
+                    error == SizeError::kUnknownUnit ? kSizeUnitsHint : "");
+      return;
+    }
+    if (probe == 0) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_MEM_LIMIT: '%s' must be above 0", limit);
+      return;
+    }
+    settings->has_mem_limit = true;
+  }
+
+  if (const char* compute = getenv(env::kCompute);
+      compute != nullptr && *compute != '\0' && std::strcmp(compute, "none") != 0) {
+    if (!parse_compute_percent(compute, &settings->compute_cap_ppm)) {
+      std::snprintf(settings->error, sizeof settings->error, "invalid GPUSHARE_COMPUTE '%s': %s",
+                    compute, kComputeExpected);
+      return;
+    }
+  }
+  const char* debug = getenv(env::kDebug);
+  settings->debug_client = debug != nullptr && *debug != '\0';
+
+  // Empty when unset: the coordinator client then names the job after the process.
+  if (const char* job = getenv(env::kJob); job != nullptr) {
+    copy_bounded(settings->job_name, sizeof settings->job_name, job);
+  }
+  if (const char* tree = getenv(env::kTree); tree != nullptr && *tree != '\0') {
+    if (std::strlen(tree) >= sizeof settings->tree_path) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "GPUSHARE_TREE is longer than %zu bytes", sizeof settings->tree_path - 1);
+      return;
+    }
+    copy_bounded(settings->tree_path, sizeof settings->tree_path, tree);
+  }
+  if (const char* socket = getenv(env::kSocket); socket != nullptr) {
+    if (std::strlen(socket) >= sizeof settings->socket_path) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "GPUSHARE_SOCKET is longer than %zu bytes", sizeof settings->socket_path - 1);
+      return;
+    }
+    copy_bounded(settings->socket_path, sizeof settings->socket_path, socket);
+  }
+}
+
+std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total) {
+  if (!settings.has_mem_limit) return kNoLimit;
+  std::uint64_t bytes = kNoLimit;
+  if (resolve_size(settings.mem_limit, true, physical_total, &bytes) != SizeError::kNone) {
+    return kNoLimit;  // unreachable: validated in read_settings
+  }
+  return bytes;
+}
+
+}  // namespace gpushare::interpose

@@ -1,0 +1,127 @@
+// Launch hooks: the hot path. Budget: at most 10 ns added per launch when
+// the job is neither paused nor throttled (bench/interpose). before_launch()
+// is one relaxed increment of a process-local counter and two relaxed loads
+// of one cache line of the shared limits page (paused, throttle), and the
+// yield mark (coord/job/yield.h: a pointer load and, while registered, one
+// load of the job's busy word, a store only at an iteration's first
+// launch); then a call through a pointer resolved at load time. No syscall, lock, getenv,
+// IPC or NVML there. Only a gated launch takes the slow path (throttle.h):
+// it may wait, and is tracked with events.
+#include "coord/job/yield.h"
+#include "interpose/hooks/hooks.h"
+#include "interpose/compute/throttle.h"
+
+using namespace gpushare::interpose;
+
+namespace {
+
+// Everything but the fast path, out of line: loading the driver, a thread's
+// first launch, a disabled interposer, and the gate. It takes exactly the
+// hook's arguments (the entry point, the stream's place and the stream
+// kind are template arguments), so the hooks end in tail calls either way
+// and the fast path saves no registers.
+template <auto Entry, bool PerThread, class Stream, class... Args>
+__attribute__((noinline)) CUresult slow_launch(Args... args) {
+  if (!driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto real = g_runtime.real.*Entry;
+  if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
+  gpushare::coord::yield_mark_busy();
+  if (!before_launch()) return real(args...);
+  LaunchTicket ticket = throttle_gate(Stream::of(args...), PerThread);
+  CUresult result = real(args...);
+  throttle_after(&ticket, result);
+  return result;
+}
+
+// Where each launch family passes its stream.
+struct KernelStream {
+  static CUstream of(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream stream, void**, void**) {
+    return stream;
+  }
+};
+struct CooperativeStream {
+  static CUstream of(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream stream, void**) {
+    return stream;
+  }
+};
+struct ConfigStream {
+  static CUstream of(const CUlaunchConfig* config, CUfunction, void**, void**) {
+    return config != nullptr ? config->hStream : nullptr;
+  }
+};
+struct GraphStream {
+  static CUstream of(CUgraphExec, CUstream stream) { return stream; }
+};
+
+// The fast path: the driver is loaded, the thread has its launch slot, the
+// interposer is on, and nothing gates the launch. Counts the launch.
+inline bool launch_fast_path() {
+  LaunchSlot* slot = t_launch_slot;
+  if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::launch_gated())
+    return false;
+  slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  gpushare::coord::yield_mark_busy();  // once per iteration a store, else one load
+  return true;
+}
+
+}  // namespace
+
+// The call to the real entry point: straight through, or the slow path.
+#define GS_LAUNCH(symbol, per_thread, Stream, ...)                                    \
+  if (__builtin_expect(g_runtime.driver_loaded.load(std::memory_order_acquire), 1)) { \
+    auto real = g_runtime.real.real_##symbol;                                         \
+    if (__builtin_expect(real != nullptr && launch_fast_path(), 1)) {                 \
+      return real(__VA_ARGS__);                                                       \
+    }                                                                                 \
+  }                                                                                   \
+  return slow_launch<&RealDriver::real_##symbol, per_thread, Stream>(__VA_ARGS__)
+
+CUresult gs_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                           unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                           CUstream stream, void** params, void** extra) {
+  GS_LAUNCH(cuLaunchKernel, false, KernelStream, f, gx, gy, gz, bx, by, bz, shared, stream, params,
+            extra);
+}
+
+CUresult gs_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int shared, CUstream stream, void** params, void** extra) {
+  GS_LAUNCH(cuLaunchKernel_ptsz, true, KernelStream, f, gx, gy, gz, bx, by, bz, shared, stream,
+            params, extra);
+}
+
+CUresult gs_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                             void** extra) {
+  GS_LAUNCH(cuLaunchKernelEx, false, ConfigStream, config, f, params, extra);
+}
+
+CUresult gs_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                  void** extra) {
+  GS_LAUNCH(cuLaunchKernelEx_ptsz, true, ConfigStream, config, f, params, extra);
+}
+
+CUresult gs_cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                      unsigned int gz, unsigned int bx, unsigned int by,
+                                      unsigned int bz, unsigned int shared, CUstream stream,
+                                      void** params) {
+  GS_LAUNCH(cuLaunchCooperativeKernel, false, CooperativeStream, f, gx, gy, gz, bx, by, bz, shared,
+            stream, params);
+}
+
+CUresult gs_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                           unsigned int gz, unsigned int bx, unsigned int by,
+                                           unsigned int bz, unsigned int shared, CUstream stream,
+                                           void** params) {
+  GS_LAUNCH(cuLaunchCooperativeKernel_ptsz, true, CooperativeStream, f, gx, gy, gz, bx, by, bz,
+            shared, stream, params);
+}
+
+CUresult gs_cuGraphLaunch(CUgraphExec graph, CUstream stream) {
+  GS_LAUNCH(cuGraphLaunch, false, GraphStream, graph, stream);
+}
+
+CUresult gs_cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) {
+  GS_LAUNCH(cuGraphLaunch_ptsz, true, GraphStream, graph, stream);
+}

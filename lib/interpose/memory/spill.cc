@@ -1,0 +1,227 @@
+// Moving an opportunistic job's managed-backed memory toward its targets
+// (the algorithm is in spill.h).
+#include "interpose/memory/spill.h"
+
+#include <time.h>
+
+#include "coord/job/client.h"
+#include "interpose/core/log.h"
+#include "interpose/core/runtime.h"
+
+namespace gpushare::interpose {
+
+namespace {
+
+// The tick's scratch: keys of the allocation table, largest-first order.
+// Only the client thread uses it (spill_tick is not reentrant).
+constexpr std::size_t kMaxScanned = 8192;
+std::uint64_t g_keys[kMaxScanned];
+AllocationRecord g_records[kMaxScanned];
+
+// Subtracts, never below zero (frees race with the tick).
+void take(std::atomic<std::uint64_t>& counter, std::uint64_t bytes) {
+  std::uint64_t held = counter.load(std::memory_order_relaxed);
+  while (!counter.compare_exchange_weak(held, held > bytes ? held - bytes : 0,
+                                        std::memory_order_relaxed)) {
+  }
+}
+
+void move_counter(int device, std::uint64_t bytes, bool to_host) {
+  std::atomic<std::uint64_t>& from =
+      to_host ? g_counters.device_resident_bytes[device] : g_counters.host_resident_bytes[device];
+  std::atomic<std::uint64_t>& to =
+      to_host ? g_counters.host_resident_bytes[device] : g_counters.device_resident_bytes[device];
+  take(from, bytes);
+  to.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// Migrates one allocation (advice first, so the driver does not pull it
+// back on its own; then the prefetch, waited for). True when it moved.
+bool migrate(std::uint64_t key, const AllocationRecord& record, bool to_host) {
+  RealDriver& real = g_runtime.real;
+  if (record.context == 0 ||
+      real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(record.context)) != CUDA_SUCCESS) {
+    return false;
+  }
+  CUresult result = move_residency(key, record, to_host);
+  real.real_cuCtxSetCurrent(nullptr);
+  if (result != CUDA_SUCCESS) {
+    GS_DEBUG("moving %llu bytes at 0x%llx to the %s failed: error %d",
+             static_cast<unsigned long long>(record.bytes), static_cast<unsigned long long>(key),
+             to_host ? "host" : "device", static_cast<int>(result));
+    return false;
+  }
+  AllocationRecord before;
+  if (!g_runtime.allocations.set_on_host(key, to_host, &before)) return false;  // freed meanwhile
+  if ((before.on_host != 0) != to_host) move_counter(record.device, record.bytes, to_host);
+  return true;
+}
+
+// The device's free memory as the driver sees it, in `context`.
+bool device_room(std::uint64_t context, std::uint64_t* room) {
+  RealDriver& real = g_runtime.real;
+  if (context == 0 || real.real_cuMemGetInfo_v2 == nullptr ||
+      real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(context)) != CUDA_SUCCESS) {
+    return false;
+  }
+  std::size_t free = 0, total = 0;
+  CUresult result = real.real_cuMemGetInfo_v2(&free, &total);
+  real.real_cuCtxSetCurrent(nullptr);
+  *room = free;
+  return result == CUDA_SUCCESS;
+}
+
+// The spillable records of `device` in the scratch arrays, largest first.
+std::size_t collect(int device) {
+  std::size_t total = g_runtime.allocations.keys(g_keys, kMaxScanned), count = 0;
+  for (std::size_t i = 0; i < total; ++i) {
+    AllocationRecord record;
+    if (!g_runtime.allocations.find(g_keys[i], &record)) continue;
+    if (record.spillable == 0 || record.device != device) continue;
+    g_keys[count] = g_keys[i];
+    g_records[count] = record;
+    ++count;
+  }
+  // Insertion sort by size, descending: a few hundred allocations at most
+  // in practice, and no libstdc++ here.
+  for (std::size_t i = 1; i < count; ++i) {
+    std::uint64_t key = g_keys[i];
+    AllocationRecord record = g_records[i];
+    std::size_t j = i;
+    for (; j > 0 && g_records[j - 1].bytes < record.bytes; --j) {
+      g_keys[j] = g_keys[j - 1];
+      g_records[j] = g_records[j - 1];
+    }
+    g_keys[j] = key;
+    g_records[j] = record;
+  }
+  return count;
+}
+
+void settle_device(int device, std::uint64_t target) {
+  std::uint64_t resident = g_counters.device_resident_bytes[device].load(std::memory_order_relaxed);
+  std::uint64_t on_host = g_counters.host_resident_bytes[device].load(std::memory_order_relaxed);
+  if (resident <= target && (on_host == 0 || resident == target)) return;
+  std::size_t count = collect(device);
+  if (resident > target) {  // spill, largest first
+    for (std::size_t i = 0; i < count && resident > target; ++i) {
+      if (g_records[i].on_host != 0) continue;
+      if (migrate(g_keys[i], g_records[i], true)) resident -= g_records[i].bytes;
+    }
+    return;
+  }
+  // Restore what fits under the target and in the device's free memory
+  // now: the arbiter knows only registered jobs (not a production job that
+  // has not registered again after a coordinator restart, nor memory the
+  // driver has yet to take back from a killed process), and a prefetch to a
+  // full device would leave pages on the host while we count them back.
+  std::uint64_t room = 0;
+  bool measured = false;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (g_records[i].on_host == 0) continue;
+    if (target != kNoLimit && resident + g_records[i].bytes > target) continue;
+    if (!measured && !device_room(g_records[i].context, &room)) return;
+    measured = true;
+    if (g_records[i].bytes > room) continue;
+    if (migrate(g_keys[i], g_records[i], false)) {
+      resident += g_records[i].bytes;
+      room -= g_records[i].bytes;
+    }
+  }
+}
+
+}  // namespace
+
+bool managed_backing() {
+  const Runtime& rt = g_runtime;
+  return rt.settings.qos == kQosOpportunistic && rt.settings.spill &&
+         rt.real.real_cuMemAllocManaged != nullptr && rt.real.real_cuMemAdvise != nullptr &&
+         rt.real.real_cuMemPrefetchAsync != nullptr && rt.real.real_cuCtxSetCurrent != nullptr &&
+         rt.real.real_cuStreamSynchronize != nullptr;
+}
+
+CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int device,
+                                 bool* on_host) {
+  RealDriver& real = g_runtime.real;
+  // Where it can live now: the device when its free memory holds it (the
+  // driver would otherwise place its pages on the host while we counted
+  // them on the device), else the host.
+  std::size_t free = 0, total = 0;
+  *on_host = real.real_cuMemGetInfo_v2 != nullptr &&
+             real.real_cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS && free < bytes;
+  CUresult result = real.real_cuMemAllocManaged(pointer, bytes, CU_MEM_ATTACH_GLOBAL);
+  if (result != CUDA_SUCCESS) return result;
+  // Advice failing (a driver without it) leaves ordinary managed memory.
+  real.real_cuMemAdvise(*pointer, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                        *on_host ? CU_DEVICE_CPU : device);
+  if (*on_host) real.real_cuMemPrefetchAsync(*pointer, bytes, CU_DEVICE_CPU, 0);
+  (*on_host ? g_counters.host_resident_bytes : g_counters.device_resident_bytes)[device].fetch_add(
+      bytes, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+std::uint64_t spillable_limit(int device) {
+  std::uint64_t start = g_runtime.devices[device].start_limit_bytes, now = effective_limit(device);
+  if (start == kNoLimit || now == kNoLimit) return kNoLimit;
+  return start > now ? start : now;
+}
+
+void spill_forget(const AllocationRecord& record) {
+  if (record.spillable == 0 || record.device < 0 || record.device >= kMaxDevices) return;
+  take(record.on_host != 0 ? g_counters.host_resident_bytes[record.device]
+                           : g_counters.device_resident_bytes[record.device],
+       record.bytes);
+}
+
+bool may_wait_for_room(int device) {
+  return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
+         coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
+}
+
+std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
+  if (!wanted) {
+    take(g_counters.mem_request_bytes[device], bytes);
+    return 0;
+  }
+  g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  // After the bytes (release): the client thread copies them with the number.
+  return g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
+}
+
+std::uint64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns) {
+  if (monotonic_ns() >= deadline_ns) return false;
+  if (coord::mem_refused_seq(device) == seq) return false;  // no room coming
+  timespec step{0, 1000000};
+  nanosleep(&step, nullptr);
+  return true;
+}
+
+void spill_tick() {
+  drain_deferred_frees();
+  if (!managed_backing()) return;
+  int count = g_runtime.device_count.load(std::memory_order_acquire);
+  for (int device = 0; device < count && device < kMaxDevices; ++device) {
+    settle_device(device, coord::device_resident_target(device));
+  }
+}
+
+CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool to_host) {
+  RealDriver& real = g_runtime.real;
+  CUdevice target = to_host ? CU_DEVICE_CPU : static_cast<CUdevice>(record.device);
+  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
+  CUresult result =
+      real.real_cuMemAdvise(pointer, record.bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target);
+  if (result == CUDA_SUCCESS)
+    result = real.real_cuMemPrefetchAsync(pointer, record.bytes, target, 0);
+  if (result == CUDA_SUCCESS) result = real.real_cuStreamSynchronize(0);
+  return result;
+}
+
+}  // namespace gpushare::interpose
