@@ -20,7 +20,7 @@
 #include <cstring>
 #include <thread>
 
-#include "spin_ptx.h"
+#include "kernels/spin_ptx.h"
 
 namespace gpushare::workload {
 namespace {
@@ -85,9 +85,9 @@ Status open_device(const WorkloadOptions& options, Device* device) {
   WORKLOAD_TRY(check(cuDevicePrimaryCtxRetain(&device->ctx, handle), "cuDevicePrimaryCtxRetain"));
   WORKLOAD_TRY(check(cuCtxSetCurrent(device->ctx), "cuCtxSetCurrent"));
   CUmodule module = nullptr;
-  WORKLOAD_TRY(check(cuModuleLoadData(&module, kSpinPtx), "cuModuleLoadData"));
-  WORKLOAD_TRY(check(cuModuleGetFunction(&device->spin, module, kSpinKernelName),
-                     std::string("cuModuleGetFunction(") + kSpinKernelName + ")"));
+  WORKLOAD_TRY(check(cuModuleLoadData(&module, kernels::kSpinPtx), "cuModuleLoadData"));
+  WORKLOAD_TRY(check(cuModuleGetFunction(&device->spin, module, kernels::kSpinKernelName),
+                     std::string("cuModuleGetFunction(") + kernels::kSpinKernelName + ")"));
   WORKLOAD_TRY(check(cuStreamCreate(&device->stream, CU_STREAM_DEFAULT), "cuStreamCreate"));
   WORKLOAD_TRY(check(cuEventCreate(&device->start, CU_EVENT_DEFAULT), "cuEventCreate"));
   WORKLOAD_TRY(check(cuEventCreate(&device->end, CU_EVENT_DEFAULT), "cuEventCreate"));

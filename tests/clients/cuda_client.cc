@@ -67,7 +67,7 @@
 #include "common/units.h"
 #include "copy_steps.h"
 #include "nvml_api.h"
-#include "spin_ptx.h"
+#include "kernels/spin_ptx.h"
 
 namespace {
 
@@ -88,10 +88,10 @@ std::vector<std::string> split(const std::string& text) {
 
 CUresult load_spin(Client& client) {
   if (client.spin != nullptr) return CUDA_SUCCESS;
-  CUresult status = client.api.cuModuleLoadData(&client.module, gpushare::workload::kSpinPtx);
+  CUresult status = client.api.cuModuleLoadData(&client.module, gpushare::kernels::kSpinPtx);
   if (status != CUDA_SUCCESS) return status;
   return client.api.cuModuleGetFunction(&client.spin, client.module,
-                                        gpushare::workload::kSpinKernelName);
+                                        gpushare::kernels::kSpinKernelName);
 }
 
 // The kernel launches run: gpushare_spin from a module unless chosen.
@@ -135,10 +135,10 @@ CUresult choose_kernel(Client& client, const std::vector<std::string>& args) {
   if (args[1] == "library") {
     CUlibrary library = nullptr;
     CUkernel kernel = nullptr;
-    CUresult status = api.cuLibraryLoadData(&library, gpushare::workload::kSpinPtx, nullptr,
+    CUresult status = api.cuLibraryLoadData(&library, gpushare::kernels::kSpinPtx, nullptr,
                                             nullptr, 0, nullptr, nullptr, 0);
     if (status == CUDA_SUCCESS) {
-      status = api.cuLibraryGetKernel(&kernel, library, gpushare::workload::kSpinKernelName);
+      status = api.cuLibraryGetKernel(&kernel, library, gpushare::kernels::kSpinKernelName);
     }
     // A CUkernel may be launched where a CUfunction is expected.
     if (status == CUDA_SUCCESS) client.function = reinterpret_cast<CUfunction>(kernel);

@@ -2,8 +2,8 @@
 // nvcc (PTX ISA 6.0 for sm_50 and later: any driver since CUDA 9 JIT-compiles
 // it for its GPU; `ptxas -arch=sm_90` accepts it).
 //
-// gpushare_spin(u64 ns) spins on %globaltimer for ns nanoseconds, like
-// gpushare-workload's; with 0 it is an empty kernel, for the launch cost.
+// gpushare_spin(u64 ns) is the workload's own (lib/kernels/spin_ptx.h); with
+// 0 it is an empty kernel, for the launch cost.
 //
 // gpushare_gpucheck_slices(u64 ns, u64 threshold_ns, u64 out, u64 capacity)
 // spins for ns nanoseconds too, and records each jump of %globaltimer larger
@@ -13,30 +13,11 @@
 // out[2]. Run with one thread (slices.h explains the analysis).
 #pragma once
 
+#include "kernels/spin_ptx.h"
+
 namespace gpushare::gpucheck {
 
-inline constexpr char kCalibratePtx[] = R"(//
-.version 6.0
-.target sm_50
-.address_size 64
-
-.visible .entry gpushare_spin(
-	.param .u64 spin_ns
-)
-{
-	.reg .pred 	%p<2>;
-	.reg .b64 	%rd<6>;
-
-	ld.param.u64 	%rd1, [spin_ns];
-	mov.u64 	%rd2, %globaltimer;
-$L_spin:
-	mov.u64 	%rd3, %globaltimer;
-	sub.u64 	%rd4, %rd3, %rd2;
-	setp.lt.u64 	%p1, %rd4, %rd1;
-	@%p1 bra 	$L_spin;
-	ret;
-}
-
+inline constexpr char kSlicesEntry[] = R"(
 .visible .entry gpushare_gpucheck_slices(
 	.param .u64 slices_ns,
 	.param .u64 slices_threshold_ns,
@@ -78,5 +59,9 @@ $L_next:
 	ret;
 }
 )";
+
+inline constexpr auto kCalibrateModule =
+    kernels::ptx_module(kernels::kPtxModuleHeader, kernels::kPtxSpinEntry, kSlicesEntry);
+inline constexpr const char* kCalibratePtx = kCalibrateModule.data();
 
 }  // namespace gpushare::gpucheck
