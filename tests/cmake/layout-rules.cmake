@@ -1,0 +1,75 @@
+# The layout's promise (CONTRIBUTING.md, "Where things live"), checked: each
+# folder of lib/ includes only the folders its row of the table names, and
+# inside lib/interpose and lib/coord/server a room includes only itself and
+# the rooms below it (no arrow back up). A folder not listed here fails the
+# check, so a new folder must be given its row (here and in CONTRIBUTING.md).
+#
+# Run: cmake -D SOURCE_DIR=<repo> -P tests/cmake/layout-rules.cmake
+# Each rule: "FOLDER|ALLOWED,PREFIXES" (include paths as written, relative to
+# lib/); a file's own folder is always allowed. Files directly in FOLDER and
+# in subfolders without a rule of their own are checked against FOLDER's rule.
+
+set(rules
+  "lib/vocab|vocab/"
+  "lib/common|common/,vocab/"
+  "lib/cudaapi|cudaapi/"
+  "lib/kernels|kernels/"
+  "lib/coord/contract|coord/contract/,vocab/,common/"
+  "lib/coord/job|coord/job/,coord/contract/,vocab/"
+  "lib/coord/server/registry|coord/server/registry/,coord/contract/,common/,vocab/"
+  "lib/coord/server/compute|coord/server/compute/,coord/server/registry/,coord/contract/,common/,vocab/"
+  "lib/coord/server/memory|coord/server/memory/,coord/server/registry/,coord/contract/,common/,vocab/"
+  "lib/coord/server|coord/server/,coord/contract/,common/,vocab/"
+  "lib/coord/ctl|coord/ctl/,coord/contract/,common/,vocab/"
+  "lib/interpose/driver|interpose/driver/,cudaapi/"
+  "lib/interpose/core|interpose/core/,interpose/driver/,coord/job/,coord/contract/,vocab/"
+  "lib/interpose/memory|interpose/memory/,interpose/core/,interpose/driver/,coord/job/,coord/contract/,vocab/"
+  "lib/interpose/compute|interpose/compute/,interpose/core/,interpose/driver/,coord/job/,coord/contract/,vocab/"
+  "lib/interpose/hooks|interpose/hooks/,interpose/memory/,interpose/compute/,interpose/core/,interpose/driver/,coord/job/,coord/contract/,cudaapi/,vocab/"
+  "lib/interpose/audit|interpose/audit/,interpose/core/,interpose/driver/"
+  "lib/interpose|interpose/,coord/job/,coord/contract/,cudaapi/,vocab/"
+  "lib/runner|runner/,common/,coord/contract/,vocab/"
+  "lib/simgpu|simgpu/,cudaapi/,vocab/"
+  "lib/place|place/,common/,vocab/"
+  "lib/replay|replay/,place/,common/,vocab/"
+  "lib/probe|probe/,runner/,common/,vocab/")
+
+# The most specific rule for a file: the longest folder that holds it.
+function(rule_for file out_folder out_allowed)
+  set(best "")
+  set(best_allowed "")
+  foreach(rule ${rules})
+    string(REPLACE "|" ";" parts "${rule}")
+    list(GET parts 0 folder)
+    string(LENGTH "${folder}" length)
+    string(LENGTH "${best}" best_length)
+    if(file MATCHES "^${folder}/" AND length GREATER best_length)
+      set(best "${folder}")
+      string(REPLACE "${folder}|" "" best_allowed "${rule}")
+    endif()
+  endforeach()
+  set(${out_folder} "${best}" PARENT_SCOPE)
+  set(${out_allowed} "${best_allowed}" PARENT_SCOPE)
+endfunction()
+
+file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/lib/*.cc ${SOURCE_DIR}/lib/*.h
+     ${SOURCE_DIR}/lib/*.c ${SOURCE_DIR}/lib/*.inl ${SOURCE_DIR}/lib/*.def)
+set(checked 0)
+foreach(source ${sources})
+  rule_for(${source} folder allowed)
+  if(folder STREQUAL "")
+    message(SEND_ERROR "${source}: its folder has no rule in tests/cmake/layout-rules.cmake "
+                       "(give it a row there and in CONTRIBUTING.md)")
+    continue()
+  endif()
+  string(REPLACE "," "|" allowed_regex "${allowed}")
+  file(STRINGS ${SOURCE_DIR}/${source} includes REGEX "^#include \"[a-z_]+/")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" path "${line}")
+    if(NOT path MATCHES "^(${allowed_regex})")
+      message(SEND_ERROR "${source}: includes \"${path}\": ${folder} may include only ${allowed}")
+    endif()
+  endforeach()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+message(STATUS "layout-rules: ${checked} files checked")
