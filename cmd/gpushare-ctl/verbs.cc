@@ -14,8 +14,8 @@
 #include "common/jsonl.h"
 #include "common/units.h"
 #include "coord/contract/socket_path.h"
-#include "coord/ctl/client.h"
-#include "coord/ctl/properties.h"
+#include "coord/ctl/ctl_client.h"
+#include "coord/ctl/set_properties.h"
 #include "ctl.h"
 #include "table.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "probe/device.h"
+#include "probe/device_report.h"
 #include "probe/job_run.h"
 #include "runner/launch.h"
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "interpose/compute/throttle.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "probe/device.h"
+#include "probe/device_report.h"
 #include "probe/series.h"
 #include "runner/launch.h"
 

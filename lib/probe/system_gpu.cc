@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "probe/device.h"
+#include "probe/device_report.h"
 
 namespace gpushare::probe {
 namespace {

@@ -31,7 +31,7 @@
 #include <string>
 
 #include "common/units.h"
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "vocab/env.h"
 #include "vocab/job.h"
 

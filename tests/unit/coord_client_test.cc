@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "coord/job/client.h"
-#include "coord/ctl/client.h"
+#include "coord/job/job_client.h"
+#include "coord/ctl/ctl_client.h"
 #include "coord/server/server.h"
 
 using namespace gpushare;

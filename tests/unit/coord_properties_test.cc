@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "coord/ctl/properties.h"
+#include "coord/ctl/set_properties.h"
 
 using namespace gpushare;
 using namespace gpushare::coord;

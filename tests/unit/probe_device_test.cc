@@ -2,7 +2,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "probe/device.h"
+#include "probe/device_report.h"
 
 using namespace gpushare;
 using namespace gpushare::probe;

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "coord/job/yield.h"
 
 namespace gpushare::coord::client_detail {

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "coord/job/yield.h"
 #include "interpose/core/runtime.h"
 #include "interpose/core/log.h"

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "interpose/driver/real_nvml.h"
 #include "vocab/uuid.h"
 

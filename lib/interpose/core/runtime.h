@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "interpose/core/accounting.h"
 #include "interpose/driver/legacy_types.h"
 #include "interpose/core/settings.h"

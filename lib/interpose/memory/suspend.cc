@@ -4,7 +4,7 @@
 
 #include <time.h>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
 #include "interpose/memory/spill.h"

@@ -52,7 +52,7 @@
 
 #include <atomic>
 
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 
 namespace gpushare::interpose {
 

@@ -1,4 +1,4 @@
-#include "coord/ctl/client.h"
+#include "coord/ctl/ctl_client.h"
 
 #include <poll.h>
 #include <sys/socket.h>

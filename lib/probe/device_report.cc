@@ -1,4 +1,4 @@
-#include "probe/device.h"
+#include "probe/device_report.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

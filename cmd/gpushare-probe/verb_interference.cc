@@ -34,7 +34,7 @@
 #include "common/exit_status.h"
 #include "common/jsonl.h"
 #include "coord/contract/socket_path.h"
-#include "coord/ctl/client.h"
+#include "coord/ctl/ctl_client.h"
 #include "probe.h"
 #include "probe/svg.h"
 

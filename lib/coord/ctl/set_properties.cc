@@ -1,4 +1,4 @@
-#include "coord/ctl/properties.h"
+#include "coord/ctl/set_properties.h"
 
 #include "common/properties.h"
 

@@ -21,7 +21,7 @@
 // flooded).
 //
 // No libstdc++: only libc and pthreads, no allocation, no exceptions.
-#include "coord/job/client.h"
+#include "coord/job/job_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
