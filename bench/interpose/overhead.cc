@@ -208,17 +208,22 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gpushare-bench-interpose: error: %s needs a value\n", argv[i]);
       return 2;
     }
-    if (option == "--iterations") iterations = std::atol(argv[i + 1]);
-    else if (option == "--repeats") repeats = std::atoi(argv[i + 1]);
-    else if (option == "--interposer") interposer = argv[i + 1];
-    else if (option == "--sim-dir") sim_dir = argv[i + 1];
+    if (option == "--iterations")
+      iterations = std::atol(argv[i + 1]);
+    else if (option == "--repeats")
+      repeats = std::atoi(argv[i + 1]);
+    else if (option == "--interposer")
+      interposer = argv[i + 1];
+    else if (option == "--sim-dir")
+      sim_dir = argv[i + 1];
     else {
       std::fprintf(stderr, "gpushare-bench-interpose: error: unknown option '%s'\n", argv[i]);
       return 2;
     }
   }
   if (iterations <= 0 || repeats <= 0) {
-    std::fprintf(stderr, "gpushare-bench-interpose: error: --iterations and --repeats must be positive\n");
+    std::fprintf(stderr,
+                 "gpushare-bench-interpose: error: --iterations and --repeats must be positive\n");
     return 2;
   }
   std::vector<Sample> base(repeats), hooked(repeats);
@@ -253,8 +258,9 @@ int main(int argc, char** argv) {
       "\"iterations\":%ld,\"repeats\":%d,\"budget_basis\":\"%s\","
       "\"launch_ns_baseline\":%.1f,\"launch_ns_interposed\":%.1f,\"launch_overhead_ns\":%.1f,"
       "\"launch_overhead_ns_low\":%.1f,\"launch_overhead_ns_high\":%.1f,\"launch_budget_ns\":%.1f,"
-      "\"alloc_free_ns_baseline\":%.1f,\"alloc_free_ns_interposed\":%.1f,\"alloc_overhead_ns\":%.1f,"
-      "\"alloc_overhead_ns_low\":%.1f,\"alloc_overhead_ns_high\":%.1f,\"alloc_budget_ns\":%.1f,"
+      "\"alloc_free_ns_baseline\":%.1f,\"alloc_free_ns_interposed\":%.1f,"
+      "\"alloc_overhead_ns\":%.1f,\"alloc_overhead_ns_low\":%.1f,\"alloc_overhead_ns_high\":%.1f,"
+      "\"alloc_budget_ns\":%.1f,"
       "\"within_budget\":%s}\n",
       real ? "system" : "simulated", iterations, repeats,
       real ? "1% of the driver's own cost" : "absolute (simulator)", launch_base,
