@@ -17,9 +17,9 @@ left. Run three ways:
      costs production is reported for the memory work to act on).
 
 On a real GPU the jobs are PyTorch (torch_spill_job.py); on the simulated
-GPU, where PyTorch cannot run, they are gpushare-cuda-client step lists with
-the same shape (a 1.5 GiB GPU, eviction off, so only gpushare's spill makes
-room). GPUSHARE_SPILL=off in the environment keeps the opportunistic job's
+GPU, where PyTorch cannot run, and on a GPU without PyTorch, they are
+gpushare-cuda-client step lists with the same shape (on the simulator a
+1.5 GiB GPU with eviction off, so only gpushare's spill makes room). GPUSHARE_SPILL=off in the environment keeps the opportunistic job's
 memory on the device: the check must then fail.
 """
 import json
@@ -36,6 +36,8 @@ SIM_MEMORY = 1536 * MiB
 SIM_CONTEXT = 128 * MiB
 
 ctx = gpucheck.Context("memory-spill")
+why_no_torch = gpucheck.torch_status(ctx)
+use_torch = why_no_torch is None
 here = os.path.dirname(os.path.abspath(__file__))
 work = os.path.join(ctx.scratch, "memory-spill")
 os.makedirs(work, exist_ok=True)
@@ -66,7 +68,7 @@ def environment(base):
 
 
 def opportunistic_argv(size, ready, stop):
-    if ctx.sim:
+    if not use_torch:
         return [ctx.path("tests", "gpushare-cuda-client"), "init", "ctx", "kernel:spin",
                 f"alloc:plain:{size}", "fill:7", "timed:10:1000", f"ready:{ready}",
                 f"wait:{stop}", "timed:10:1000", "check:7"]
@@ -75,7 +77,7 @@ def opportunistic_argv(size, ready, stop):
 
 
 def production_argv(size, allocated, go):
-    if ctx.sim:
+    if not use_torch:
         return [ctx.path("tests", "gpushare-cuda-client"), "init", "ctx", "kernel:spin",
                 f"?alloc:plain:{size}", "fill:5", f"ready:{allocated}", f"wait:{go}",
                 "timed:50:1000", "check:5"]
@@ -86,7 +88,7 @@ def production_argv(size, allocated, go):
 def result_of(role, out):
     """The job's result as torch_spill_job.py reports it (from the client's
     steps on the simulated GPU); None when it printed none."""
-    if not ctx.sim:
+    if use_torch:
         records = gpucheck.json_records(out, "torch-spill-job")
         return records[-1] if records else None
     steps = gpucheck.json_records(out)
@@ -213,7 +215,9 @@ opp_size = total // 3 // MiB * MiB
 prod_size = total * 3 // 4 // MiB * MiB
 env = environment(os.environ)
 measurements = {"device_bytes": total, "opportunistic_bytes": opp_size,
-                "production_bytes": prod_size, "jobs": "cuda-client" if ctx.sim else "pytorch"}
+                "production_bytes": prod_size, "jobs": "pytorch" if use_torch else "cuda-client"}
+if not use_torch:
+    ctx.progress(f"driver-API jobs: {why_no_torch}")
 
 # 1. Without gpushare the pair must not fit, or nothing here needs a spill.
 _, plain_prod, _, failure = run_pair("plain", False, opp_size, prod_size, env)
