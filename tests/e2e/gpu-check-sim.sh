@@ -125,6 +125,21 @@ jq -e '.mode == "sim" and .status == "passed"
        and [.checks[].name] == ["workload-spin", "memory-spill"]' "$scratch/env/report.json" \
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
 
+# The calibration names a default that differs from what it measured: here
+# the simulated GPU's contexts are made to take 512 MiB, twice the default.
+expect_exit 0 env GPUSHARE_SIM_CTX_OVERHEAD=536870912 "$gpu_check" --sim --prefix \
+  "$GPUSHARE_PREFIX" --only calibration "$scratch/ctx"
+jq -e '.checks[0] | .status == "passed"
+       and .measurements.context_memory_bytes.measured == 536870912
+       and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "536870912"
+       and (.details.defaults_differ | index("GPUSHARE_SIM_CTX_OVERHEAD 268435456 (measured 536870912)"))
+       and (.summary | test("defaults off by more than 25%: GPUSHARE_SIM_CTX_OVERHEAD 268435456"))' \
+  "$scratch/ctx/report.json" >/dev/null ||
+  fail "the calibration did not name the context default: $(jq -c '.checks[0]' "$scratch/ctx/report.json")"
+jq -e '.checks[] | select(.name == "calibration") | .details.defaults_differ
+       | all(.[]; startswith("GPUSHARE_SIM_CTX_OVERHEAD") | not)' "$report" >/dev/null ||
+  fail "the default context memory was called off on the default simulator"
+
 # What only a real GPU runs (the training loop) is at least valid Python.
 python3 -c 'import py_compile, sys
 for path in sys.argv[2:]:

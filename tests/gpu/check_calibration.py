@@ -51,6 +51,10 @@ def setting_value(name, measured):
     return None
 
 
+def number(value):
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 # The settings that make the simulator match this device, and the defaults
 # that differ from it.
 settings = {}
@@ -63,7 +67,7 @@ for name, values in measurements.items():
     if value is not None:
         settings[variable] = value
     if default and abs(measured / default - 1) > DIFFERS_BY:
-        differs.append(f"{variable} {default:g} (measured {measured:g})")
+        differs.append(f"{variable} {number(default)} (measured {number(measured)})")
 details["sim_settings"] = settings
 details["defaults_differ"] = differs
 for quantity in record["quantities"]:
