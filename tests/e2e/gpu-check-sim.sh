@@ -72,7 +72,7 @@ check torch-training '.status == "skipped" and (.summary | test("simulated GPU")
 # 10 ns); the method and budgets do not: paired rounds, an interval around
 # each median, the simulator's absolute budgets, and no PyTorch here.
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
-  and .measurements.budget_basis == "absolute (simulator)" and .measurements.repeats == 25
+  and .measurements.budget_basis == "absolute (simulator)" and .measurements.repeats == 61
   and .measurements.launch_budget_ns == 10 and .measurements.alloc_budget_ns == 300
   and (.measurements.launch_overhead_ns_low <= .measurements.launch_overhead_ns)
   and (.measurements.launch_overhead_ns <= .measurements.launch_overhead_ns_high)

@@ -2,10 +2,11 @@
 """hook-overhead: what the interposer costs a job.
 
 The headline is what a job sees: PyTorch's step time (torch_train.py) with
-and without gpushare-run, in ROUNDS interleaved pairs (ABBA order), the
+and without gpushare-run, in TORCH_ROUNDS interleaved pairs (ABBA order), the
 median of the paired relative differences; within 1%. Beneath it, the
 interposer's cost per launch and per allocate+free, from bench/interpose
-(gpushare-bench-interpose): many interleaved rounds of the same child with
+(gpushare-bench-interpose): many interleaved rounds (61 on the simulator,
+41 on a GPU) of the same child with
 and without the interposer preloaded, the median of the paired differences
 and its 95% interval, within 1% of the driver's own cost on a real GPU and
 within the design's absolute budgets on the simulator (10 ns per launch,
@@ -18,11 +19,16 @@ import sys
 
 import gpucheck
 
-BENCH_ROUNDS = 25
+# Paired rounds of the bench: a child costs about 0.1 s on the simulator and
+# about 1 s on a real GPU (its context); these fit the check's time and
+# narrow the interval below the budgets on a quiet machine.
+BENCH_ROUNDS_SIM = 61
+BENCH_ROUNDS_REAL = 41
 TORCH_ROUNDS = 4
 TORCH_BUDGET = 0.01
 
 ctx = gpucheck.Context("hook-overhead")
+bench_rounds = BENCH_ROUNDS_SIM if ctx.sim else BENCH_ROUNDS_REAL
 measurements = {}
 failures = []
 headline = []
@@ -62,12 +68,15 @@ else:
 
 # The interposer's own cost, against the driver in use.
 bench = ctx.path("bench", "gpushare-bench-interpose")
-argv = [bench, "--iterations", "50000", "--repeats", str(BENCH_ROUNDS)]
+# A tenth as many allocate+free pairs as launches: on the simulator, where
+# both are cheap, enough of each to steady a child's medians.
+iterations = 200000 if ctx.sim else 50000
+argv = [bench, "--iterations", str(iterations), "--repeats", str(bench_rounds)]
 if not ctx.sim:
     argv.append("--real")
-ctx.progress(f"launches and allocations: {BENCH_ROUNDS} paired rounds with and without the "
+ctx.progress(f"launches and allocations: {bench_rounds} paired rounds with and without the "
              "interposer")
-code, out, err = ctx.run(argv, env=ctx.direct_env(), timeout=100)
+code, out, err = ctx.run(argv, env=ctx.direct_env(), timeout=200)
 records = gpucheck.json_records(out, "bench")
 if code != 0 or not records:
     ctx.finish("failed", f"gpushare-bench-interpose failed (exit {code})",
