@@ -132,8 +132,8 @@ gpushare::Result<CapRun> run_cap(gpushare::probe::GpuApi& api,
   if (!completed) {
     record["note"] =
         "the job failed under this cap (exit status " + std::to_string(trace.exit_status) +
-        "): without memory spill to the host (roadmap step 7), a cap below the job's working "
-        "set fails its allocations with CUDA_ERROR_OUT_OF_MEMORY";
+        "): the job runs as production, whose memory never spills to the host, so a cap below "
+        "its working set fails its allocations with CUDA_ERROR_OUT_OF_MEMORY";
   } else if (!run.point.iterations_per_s) {
     record["note"] = "no iterations seen under this cap";
   }

@@ -3,14 +3,19 @@
 # and writes a report of the documented shape: gpushare-probe against the
 # driver, the spin kernel's durations,
 # interception (with a stand-in for PyTorch), hook overhead, co-location,
-# calibration next to the simulator's defaults; the training check skips
-# (PyTorch cannot run on a simulated driver) and the memory spill is
-# reported not built. GPUSHARE_GPU_CHECK_SIM=1 does the same.
+# the memory spill (with driver-API jobs), calibration next to the
+# simulator's defaults; the training check skips (PyTorch cannot run on a
+# simulated driver). GPUSHARE_GPU_CHECK_SIM=1 does the same. The
+# coordinator is the one gpushare-run starts for users (the default socket,
+# the default idle grace), and gpu-check stops it when it is done.
 . "$(dirname "$0")/common.inc"
 command -v python3 >/dev/null || fail "python3 is required (scripts/setup installs it)"
 
 gpu_check="$GPUSHARE_SOURCE_DIR/scripts/gpu-check"
 out="$scratch/report"
+# gpu-check's own scratch (and so its coordinator's socket) under this test's.
+export TMPDIR="$scratch/tmp"
+mkdir -p "$TMPDIR"
 status=0
 "$gpu_check" --sim --prefix "$GPUSHARE_PREFIX" "$out" >"$scratch/stdout" 2>"$scratch/stderr" ||
   status=$?
@@ -41,6 +46,11 @@ else
     { cat "$scratch/stderr"; fail "no check failed but gpu-check exited $status"; }
 fi
 expect_grep "^(passed|failed): .*summary\.md\)$" "$scratch/stdout"
+# The coordinator that gpushare-run started for the checks is gone with them.
+if pgrep -f -- "--socket $TMPDIR/gpushare-gpu-check\.[^ ]*/run/gpushare/gpushare.sock serve" \
+  >/dev/null; then
+  fail "gpu-check left its coordinator running: $(pgrep -af -- "$TMPDIR/gpushare-gpu-check")"
+fi
 
 check probe-device '.status == "passed" and .measurements.simulated == true
   and .measurements.mem_total_bytes == 17179869184 and .measurements.devices == 1'
@@ -58,29 +68,51 @@ check torch-interception '.status == "passed" and .details.torch_standin == true
   and .measurements.torch_reserved_bytes == 2684354560
   and .measurements.escaped_entry_points == [] and .measurements.wrapped_lines > 0'
 check torch-training '.status == "skipped" and (.summary | test("simulated GPU"))'
+# The verdict depends on the machine's noise (a loaded machine cannot tell
+# 10 ns); the method and budgets do not: paired rounds, an interval around
+# each median, the simulator's absolute budgets, and no PyTorch here.
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
-  and (.measurements.launch_overhead_ns | type == "number")
-  and (.measurements.alloc_overhead_ns | type == "number")'
+  and .measurements.budget_basis == "absolute (simulator)" and .measurements.repeats == 61
+  and .measurements.launch_budget_ns == 10 and .measurements.alloc_budget_ns == 300
+  and (.measurements.launch_overhead_ns_low <= .measurements.launch_overhead_ns)
+  and (.measurements.launch_overhead_ns <= .measurements.launch_overhead_ns_high)
+  and (.measurements.alloc_overhead_ns_low <= .measurements.alloc_overhead_ns)
+  and (.measurements.alloc_overhead_ns <= .measurements.alloc_overhead_ns_high)
+  and (.measurements.torch_step | test("simulated GPU"))
+  and (.summary | test("ns per launch \\(95% "))'
 # Two equal jobs sharing the simulated GPU each get about half of it
 # without gpushare; under it (compute control is built: issue 10) the
 # production job keeps its solo speed.
 check colocation '.status == "passed" and .measurements.compute_control == true
   and (.measurements.plain_production_fraction | . > 0.35 and . < 0.65)
   and .measurements.gpushare_production_fraction >= 0.95'
-check memory-spill '.status == "not-built"'
+# Production gets three quarters of the (1.5 GiB) simulated GPU beside an
+# opportunistic job holding a third, which spills; refused without gpushare.
+check memory-spill '.status == "passed" and .measurements.jobs == "cuda-client"
+  and .measurements.production_without_gpushare == "refused (CUDA_ERROR_OUT_OF_MEMORY)"
+  and .measurements.production_allocated == true and .measurements.opportunistic_intact == true
+  and .measurements.spilled_bytes >= (.measurements.opportunistic_bytes
+    + .measurements.production_bytes + 2 * 134217728 - .measurements.device_bytes)
+  and (.measurements.spill_gib_per_s > 0) and (.measurements.production_speed_fraction > 0)'
 # The calibration's context memory is the simulator's own setting, measured.
 check calibration '.status == "passed"
   and .measurements.context_memory_bytes.measured == 268435456
   and .measurements.context_memory_bytes.sim_default == 268435456
   and .measurements.time_slice_ms.measured == null
-  and (.measurements.h2d_gib_per_s.measured | . > 0)
+  and (.measurements.h2d_gb_per_s.measured | . > 0)
+  and .measurements.h2d_gb_per_s.sim_default == 25
+  and .measurements.h2d_gb_per_s.sim_setting == "GPUSHARE_SIM_PCIE_GBPS"
+  and .measurements.time_slice_ms.sim_default == 2
+  and .measurements.context_switch_us.sim_default == 25
   and (.measurements.launch_us.measured | . > 0)
   and (.details.time_slices.error | test("simulated GPU"))
   and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
-  and (.details.sim_settings.GPUSHARE_SIM_MIGRATE_BANDWIDTH | test("^[0-9]+$"))'
+  and (.details.sim_settings.GPUSHARE_SIM_PCIE_GBPS | test("^[0-9]+\\.[0-9]$"))
+  and (.details.sim_settings | has("GPUSHARE_SIM_MIGRATE_BANDWIDTH") | not)
+  and (.details.defaults_differ | type == "array")'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
-expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_PCIE_GBPS=[0-9]+\.[0-9]$' \
   "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
 expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
@@ -92,6 +124,21 @@ expect_exit 0 env GPUSHARE_GPU_CHECK_SIM=1 "$gpu_check" --prefix "$GPUSHARE_PREF
 jq -e '.mode == "sim" and .status == "passed"
        and [.checks[].name] == ["workload-spin", "memory-spill"]' "$scratch/env/report.json" \
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
+
+# The calibration names a default that differs from what it measured: here
+# the simulated GPU's contexts are made to take 512 MiB, twice the default.
+expect_exit 0 env GPUSHARE_SIM_CTX_OVERHEAD=536870912 "$gpu_check" --sim --prefix \
+  "$GPUSHARE_PREFIX" --only calibration "$scratch/ctx"
+jq -e '.checks[0] | .status == "passed"
+       and .measurements.context_memory_bytes.measured == 536870912
+       and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "536870912"
+       and (.details.defaults_differ | index("GPUSHARE_SIM_CTX_OVERHEAD 268435456 (measured 536870912)"))
+       and (.summary | test("defaults off by more than 25%: GPUSHARE_SIM_CTX_OVERHEAD 268435456"))' \
+  "$scratch/ctx/report.json" >/dev/null ||
+  fail "the calibration did not name the context default: $(jq -c '.checks[0]' "$scratch/ctx/report.json")"
+jq -e '.checks[] | select(.name == "calibration") | .details.defaults_differ
+       | all(.[]; startswith("GPUSHARE_SIM_CTX_OVERHEAD") | not)' "$report" >/dev/null ||
+  fail "the default context memory was called off on the default simulator"
 
 # What only a real GPU runs (the training loop) is at least valid Python.
 python3 -c 'import py_compile, sys

@@ -1,15 +1,271 @@
 #!/usr/bin/env python3
-"""memory-spill: an opportunistic job's memory moves to the host when a
-production job grows, and comes back with its data intact.
+"""memory-spill: production takes memory an opportunistic job holds; the
+opportunistic job's memory spills to the host and its data survives.
 
-Memory oversubscription (design.md roadmap 7, issue 11) is not built yet:
-the interposer refuses an allocation over the limit but never spills. Until
-it lands this check reports "not-built"; when it does, this file becomes
-the check (an opportunistic gpushare-workload --alloc managed holding most
-of the GPU, a production one growing past what is left, both checksums
-verified).
+The pair: an opportunistic job holds a third of the GPU and computes on it;
+then a production job allocates three quarters of the GPU, more than is
+left. Run three ways:
+
+  1. without gpushare: production's allocation must fail, or the sizes test
+     nothing (the pair would fit without a spill);
+  2. under gpushare (the opportunistic job with --opportunistic): production
+     must get its memory, the opportunistic job must have bytes on the host
+     (gpushare-ctl show) and its data must be intact when production is done;
+     the spill's GiB/s is the bytes spilled over production's allocation time;
+  3. production alone without gpushare: its speed, against which production's
+     speed next to the spilled job is reported (not judged: what the spill
+     costs production is reported for the memory work to act on).
+
+On a real GPU the jobs are PyTorch (torch_spill_job.py); on the simulated
+GPU, where PyTorch cannot run, and on a GPU without PyTorch, they are
+gpushare-cuda-client step lists with the same shape (on the simulator a
+1.5 GiB GPU with eviction off, so only gpushare's spill makes room). GPUSHARE_SPILL=off in the environment keeps the opportunistic job's
+memory on the device: the check must then fail.
 """
+import json
+import os
+import subprocess
+import sys
+import time
+
 import gpucheck
 
+MiB = 1 << 20
+WAIT_S = 120
+SIM_MEMORY = 1536 * MiB
+SIM_CONTEXT = 128 * MiB
+
 ctx = gpucheck.Context("memory-spill")
-ctx.finish("not-built", "memory spill to host is not built yet (design.md roadmap 7)")
+why_no_torch = gpucheck.torch_status(ctx)
+use_torch = why_no_torch is None
+here = os.path.dirname(os.path.abspath(__file__))
+work = os.path.join(ctx.scratch, "memory-spill")
+os.makedirs(work, exist_ok=True)
+
+
+def device_memory():
+    if ctx.sim:
+        return SIM_MEMORY
+    code, out, err = ctx.run([sys.executable, os.path.join(here, "gpucheck.py"), "driver-info",
+                              "libcuda.so.1"])
+    info = json.loads(out) if code == 0 and out.strip() else None
+    if not info:
+        ctx.finish("failed", "cannot read the device's memory through the driver",
+                   stderr=gpucheck.tail(err))
+    return info["mem_total_bytes"]
+
+
+def environment(base):
+    env = dict(base)
+    if ctx.sim:
+        # A simulated GPU of this check's own: small, and with eviction off
+        # so that only gpushare's spill makes room.
+        env.update({"GPUSHARE_SIM_STATE": os.path.join(work, "sim-state"),
+                    "GPUSHARE_SIM_MEMORY": str(SIM_MEMORY),
+                    "GPUSHARE_SIM_CTX_OVERHEAD": str(SIM_CONTEXT),
+                    "GPUSHARE_SIM_EVICT": "off"})
+    return env
+
+
+def opportunistic_argv(size, ready, stop):
+    if not use_torch:
+        return [ctx.path("tests", "gpushare-cuda-client"), "init", "ctx", "kernel:spin",
+                f"alloc:plain:{size}", "fill:7", "timed:10:1000", f"ready:{ready}",
+                f"wait:{stop}", "timed:10:1000", "check:7"]
+    return [sys.executable, os.path.join(here, "torch_spill_job.py"), "opportunistic", str(size),
+            ready, stop]
+
+
+def production_argv(size, allocated, go):
+    if not use_torch:
+        return [ctx.path("tests", "gpushare-cuda-client"), "init", "ctx", "kernel:spin",
+                f"?alloc:plain:{size}", "fill:5", f"ready:{allocated}", f"wait:{go}",
+                "timed:50:1000", "check:5"]
+    return [sys.executable, os.path.join(here, "torch_spill_job.py"), "production", str(size),
+            allocated, go]
+
+
+def result_of(role, out):
+    """The job's result as torch_spill_job.py reports it (from the client's
+    steps on the simulated GPU); None when it printed none."""
+    if use_torch:
+        records = gpucheck.json_records(out, "torch-spill-job")
+        return records[-1] if records else None
+    steps = gpucheck.json_records(out)
+    by_step = {}
+    for step in steps:
+        by_step.setdefault(step.get("step"), []).append(step)
+    if "alloc" not in by_step:
+        return None
+    alloc = by_step["alloc"][0]
+    checks = by_step.get("check", [])
+    intact = bool(checks) and checks[-1].get("result") == "CUDA_SUCCESS"
+    if role == "opportunistic":
+        return {"bytes": alloc.get("bytes"), "passes": 10 * len(by_step.get("timed", [])),
+                "intact": intact}
+    if alloc.get("result") != "CUDA_SUCCESS":
+        return {"allocated": False, "error": alloc.get("result")}
+    timed = by_step.get("timed", [])
+    return {"allocated": True, "bytes": alloc.get("bytes"), "alloc_s": alloc["wall_ms"] / 1000,
+            "step_ms": timed[-1]["wall_ms"] / 50 if timed else None, "intact": intact}
+
+
+class Job:
+    def __init__(self, name, argv, env):
+        self.name = name
+        self.out_path = os.path.join(work, name + ".out")
+        self.err_path = os.path.join(work, name + ".err")
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.process = subprocess.Popen(argv, env=env, stdout=out, stderr=err,
+                                            stdin=subprocess.DEVNULL)
+
+    def wait_for_file(self, path):
+        """True once path exists; False when the job exited first or WAIT_S passed."""
+        deadline = time.monotonic() + WAIT_S
+        while not os.path.exists(path):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                return os.path.exists(path)
+            time.sleep(0.01)  # a file the job creates: nothing to block on
+        return True
+
+    def finish(self):
+        try:
+            code = self.process.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        with open(self.out_path) as out, open(self.err_path) as err:
+            return code, out.read(), err.read()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def touch(path):
+    open(path, "w").close()
+
+
+def spill_view(name, env):
+    code, out, _ = ctx.run([ctx.bin("gpushare-ctl"), "show", name], env=env, timeout=20)
+    records = gpucheck.json_records(out)
+    return records[-1] if code == 0 and records else None
+
+
+def run_pair(label, under_gpushare, opp_size, prod_size, env):
+    """Runs the pair; returns (opportunistic result, production result,
+    coordinator's view of the opportunistic job, failure or None)."""
+    files = {name: os.path.join(work, f"{label}-{name}")
+             for name in ("ready", "stop", "allocated", "go")}
+    opp_name = f"gc-spill-opp-{label}"
+    wrap_opp = ctx.gpushare_run("--opportunistic", "--name", opp_name) if under_gpushare else []
+    wrap_prod = ctx.gpushare_run("--name", f"gc-spill-prod-{label}") if under_gpushare else []
+    job_env = env if under_gpushare else ctx.direct_env() | {k: env[k] for k in env
+                                                             if k.startswith("GPUSHARE_SIM_")}
+    ctx.progress(f"{label}: the opportunistic job takes {opp_size / 2**30:.2f} GiB")
+    opp = Job(f"{label}-opportunistic", wrap_opp + opportunistic_argv(
+        opp_size, files["ready"], files["stop"]), job_env)
+    prod = None
+    try:
+        if not opp.wait_for_file(files["ready"]):
+            opp.stop()
+            code, out, err = opp.finish()
+            return None, None, None, (f"{label}: the opportunistic job did not start computing "
+                                      f"(exit {code}): {gpucheck.tail(err, 5)}")
+        ctx.progress(f"{label}: the production job takes {prod_size / 2**30:.2f} GiB")
+        prod = Job(f"{label}-production", wrap_prod + production_argv(
+            prod_size, files["allocated"], files["go"]), job_env)
+        prod.wait_for_file(files["allocated"])
+        view = spill_view(opp_name, env) if under_gpushare else None
+        touch(files["go"])
+        prod_code, prod_out, prod_err = prod.finish()
+        touch(files["stop"])
+        opp_code, opp_out, opp_err = opp.finish()
+    finally:
+        touch(files["go"])
+        touch(files["stop"])
+        for job in (opp, prod):
+            if job is not None:
+                job.stop()
+    opp_result = result_of("opportunistic", opp_out)
+    prod_result = result_of("production", prod_out)
+    if prod_result is None:
+        return opp_result, None, view, (f"{label}: the production job reported nothing (exit "
+                                        f"{prod_code}): {gpucheck.tail(prod_err, 5)}")
+    if opp_result is None:
+        return None, prod_result, view, (f"{label}: the opportunistic job reported nothing "
+                                         f"(exit {opp_code}): {gpucheck.tail(opp_err, 5)}")
+    return opp_result, prod_result, view, None
+
+
+def production_alone(prod_size, env):
+    files = {name: os.path.join(work, f"alone-{name}") for name in ("allocated", "go")}
+    touch(files["go"])
+    job_env = ctx.direct_env() | {k: env[k] for k in env if k.startswith("GPUSHARE_SIM_")}
+    ctx.progress("production alone, without gpushare")
+    prod = Job("alone-production", production_argv(prod_size, files["allocated"], files["go"]),
+               job_env)
+    code, out, err = prod.finish()
+    return result_of("production", out), code, err
+
+
+total = device_memory()
+opp_size = total // 3 // MiB * MiB
+prod_size = total * 3 // 4 // MiB * MiB
+env = environment(os.environ)
+measurements = {"device_bytes": total, "opportunistic_bytes": opp_size,
+                "production_bytes": prod_size, "jobs": "pytorch" if use_torch else "cuda-client"}
+if not use_torch:
+    ctx.progress(f"driver-API jobs: {why_no_torch}")
+
+# 1. Without gpushare the pair must not fit, or nothing here needs a spill.
+_, plain_prod, _, failure = run_pair("plain", False, opp_size, prod_size, env)
+if failure:
+    ctx.finish("failed", failure, measurements)
+measurements["production_without_gpushare"] = "allocated" if plain_prod["allocated"] else \
+    f"refused ({plain_prod.get('error')})"
+if plain_prod["allocated"]:
+    ctx.finish("failed", "the pair fits without gpushare: these sizes test no spill",
+               measurements)
+
+# 2. Under gpushare production gets its memory and the spilled data survives.
+opp, prod, view, failure = run_pair("gpushare", True, opp_size, prod_size, env)
+if failure:
+    ctx.finish("failed", failure, measurements)
+spilled = (view or {}).get("mem_host_resident_bytes")
+measurements.update({"production_allocated": prod["allocated"],
+                     "spilled_bytes": spilled,
+                     "opportunistic_intact": opp["intact"],
+                     "opportunistic_passes": opp.get("passes")})
+failures = []
+if not prod["allocated"]:
+    failures.append(f"production did not get its memory ({prod.get('error')})")
+else:
+    measurements["production_alloc_s"] = round(prod["alloc_s"], 4)
+    if not prod["intact"]:
+        failures.append("production's own data changed")
+if not opp["intact"]:
+    failures.append("the opportunistic job's data did not survive the spill")
+if prod["allocated"] and not spilled:
+    failures.append(f"production got its memory but the coordinator shows nothing spilled "
+                    f"({json.dumps(view)})")
+if failures:
+    ctx.finish("failed", "; ".join(failures), measurements)
+rate = spilled / 2**30 / prod["alloc_s"] if prod["alloc_s"] > 0 else None
+measurements["spill_gib_per_s"] = round(rate, 2) if rate else None
+
+# 3. Production's speed next to the spilled job, against production alone.
+alone, code, err = production_alone(prod_size, env)
+if not alone or not alone.get("allocated"):
+    ctx.finish("failed", f"production alone without gpushare failed (exit {code}): "
+               f"{gpucheck.tail(err, 5)}", measurements)
+measurements.update({"production_step_ms_alone": round(alone["step_ms"], 4),
+                     "production_step_ms_beside_spilled": round(prod["step_ms"], 4),
+                     "production_speed_fraction": round(alone["step_ms"] / prod["step_ms"], 3)})
+ctx.finish("passed", f"production got {prod_size / 2**30:.2f} GiB beside a "
+           f"{opp_size / 2**30:.2f} GiB opportunistic job (refused without gpushare); "
+           f"{spilled / 2**30:.2f} GiB spilled in {prod['alloc_s']:.3f} s "
+           f"({measurements['spill_gib_per_s']} GiB/s), data intact; production at "
+           f"{measurements['production_speed_fraction']:.2f} of its speed alone",
+           measurements)

@@ -10,7 +10,8 @@
 //   alloc_us, free_us      cuMemAlloc / cuMemFree of 2 MiB, median of 200
 //   alloc_256mib_us        cuMemAlloc of 256 MiB, median of 20
 //   launch_us              host time per cuLaunchKernel of an empty kernel
-//   h2d_gib_per_s          cuMemcpyHtoD of 256 MiB from pinned memory
+//   h2d_gb_per_s           cuMemcpyHtoD of 256 MiB from pinned memory, in GB/s
+//                          (1e9 bytes, the unit of GPUSHARE_SIM_PCIE_GBPS)
 //   time_slice_ms,         two processes' spinning kernels, their gaps
 //   context_switch_us      analysed by slices.h
 // It binds whatever libcuda.so.1 the loader finds: a real driver, or the
@@ -140,7 +141,7 @@ double launch_us(const Gpu& gpu) {
   return median(per_launch);
 }
 
-double h2d_gib_per_s() {
+double h2d_gb_per_s() {
   const std::size_t bytes = 256u << 20;
   void* host = nullptr;
   CUdeviceptr device = 0;
@@ -153,7 +154,7 @@ double h2d_gib_per_s() {
     Clock::time_point start = Clock::now();
     check(cuMemcpyHtoD(device, host, bytes), "cuMemcpyHtoD");
     check(cuCtxSynchronize(), "cuCtxSynchronize");
-    rates.push_back(static_cast<double>(bytes) / (1u << 30) / (us_since(start) / 1e6));
+    rates.push_back(static_cast<double>(bytes) / 1e9 / (us_since(start) / 1e6));
   }
   check(cuMemFree(device), "cuMemFree");
   check(cuMemFreeHost(host), "cuMemFreeHost");
@@ -311,7 +312,7 @@ int run(const Options& options, const std::string& self) {
   AllocTimes small = alloc_times(2u << 20, 200);
   AllocTimes large = alloc_times(256u << 20, 20);
   double launch = launch_us(gpu);
-  double bandwidth = h2d_gib_per_s();
+  double bandwidth = h2d_gb_per_s();
 
   std::optional<double> slice_ms, switch_us;
   if (slice_result.contains("slice_ms_median")) {
@@ -332,17 +333,18 @@ int run(const Options& options, const std::string& self) {
        {quantity("context_memory_bytes", context_bytes,
                  static_cast<double>(sim::kDefaultCtxOverheadBytes), "GPUSHARE_SIM_CTX_OVERHEAD",
                  "device memory one more context takes"),
-        quantity("time_slice_ms", slice_ms, std::nullopt, "GPUSHARE_SIM_TIMESLICE",
-                 "the simulator runs whole kernels in turn; design.md plans 2 ms slices"),
-        quantity("context_switch_us", switch_us, std::nullopt, "", "not modelled by the simulator"),
+        quantity("time_slice_ms", slice_ms, static_cast<double>(sim::kDefaultTimesliceNs) / 1e6,
+                 "GPUSHARE_SIM_TIMESLICE",
+                 "the time one process's kernels run before the next process's (milliseconds)"),
+        quantity("context_switch_us", switch_us, static_cast<double>(sim::kDefaultSwitchNs) / 1e3,
+                 "GPUSHARE_SIM_SWITCH_US", "the idle time between two processes' slices"),
         quantity("alloc_us", small.alloc_us, 0, "",
                  "cuMemAlloc of 2 MiB; the simulator's allocations take no simulated time"),
         quantity("free_us", small.free_us, 0, "", "cuMemFree of 2 MiB"),
         quantity("alloc_256mib_us", large.alloc_us, 0, "", "cuMemAlloc of 256 MiB"),
         quantity("launch_us", launch, 0, "",
                  "host time per launch; the simulator's launches take no simulated time"),
-        quantity("h2d_gib_per_s", bandwidth,
-                 static_cast<double>(sim::kDefaultLinkBytesPerS) / (1u << 30),
+        quantity("h2d_gb_per_s", bandwidth, static_cast<double>(sim::kDefaultLinkBytesPerS) / 1e9,
                  "GPUSHARE_SIM_PCIE_GBPS",
                  "pinned cuMemcpyHtoD; the simulator charges this rate (in GB/s, 1e9 bytes) "
                  "to copies and managed-memory migrations")}},

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The two PyTorch jobs of check_memory_spill.py.
+
+  torch_spill_job.py opportunistic BYTES READY STOP
+  torch_spill_job.py production BYTES ALLOCATED GO
+
+opportunistic: holds BYTES of int32 (x[i] = i mod 65521), computes on all of
+it (x += 1, again and again) from the moment it has created READY until STOP
+exists, then checks that every element is its pattern plus the number of
+passes.
+
+production: allocates BYTES in one tensor (timed), writes it, creates
+ALLOCATED, waits for GO, then times matrix multiplications on tensors it
+allocated first, and checks its own bytes. An allocation that does not fit
+is reported ("allocated": false), not raised.
+
+Each prints one JSON object (kind "torch-spill-job"). The files are waited
+for 120 s at most; a job that waits longer fails.
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+
+PATTERN = 65521
+CHUNK = 16 << 20  # elements per chunk: what the pattern's check holds at a time
+WAIT_S = 120
+
+
+def wait_for(path):
+    deadline = time.monotonic() + WAIT_S
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"torch_spill_job: error: {path} did not appear in {WAIT_S} s")
+        time.sleep(0.01)  # a file another process creates: nothing to block on
+
+
+def synchronize():
+    torch.cuda.synchronize()
+
+
+def opportunistic(size, ready, stop):
+    elements = size // 4
+    data = torch.empty(elements, dtype=torch.int32, device="cuda")
+    for start in range(0, elements, CHUNK):
+        end = min(start + CHUNK, elements)
+        data[start:end] = (torch.arange(start, end, device="cuda") % PATTERN).to(torch.int32)
+    synchronize()
+    passes = 0
+    open(ready, "w").close()
+    started = time.monotonic()
+    while not os.path.exists(stop):
+        data.add_(1)
+        synchronize()
+        passes += 1
+    seconds = time.monotonic() - started
+    intact = True
+    for start in range(0, elements, CHUNK):
+        end = min(start + CHUNK, elements)
+        expected = (torch.arange(start, end, device="cuda") % PATTERN + passes).to(torch.int32)
+        if not torch.equal(data[start:end], expected):
+            intact = False
+            break
+    return {"bytes": elements * 4, "passes": passes, "compute_s": round(seconds, 3),
+            "intact": intact}
+
+
+def production(size, allocated, go):
+    n = 4096
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    c = torch.empty(n, n, device="cuda")
+    synchronize()
+    started = time.monotonic()
+    try:
+        block = torch.empty(size, dtype=torch.uint8, device="cuda")
+        synchronize()
+    except torch.OutOfMemoryError as error:
+        open(allocated, "w").close()
+        return {"allocated": False, "error": "OutOfMemoryError", "message": str(error)[:200]}
+    alloc_s = time.monotonic() - started
+    block.fill_(5)
+    synchronize()
+    open(allocated, "w").close()
+    wait_for(go)
+    for _ in range(10):  # warm-up
+        torch.matmul(a, b, out=c)
+    synchronize()
+    steps = 100
+    started = time.monotonic()
+    for _ in range(steps):
+        torch.matmul(a, b, out=c)
+    synchronize()
+    step_ms = (time.monotonic() - started) * 1000 / steps
+    # In 64 MiB pieces: a comparison's result takes memory the GPU may not have.
+    piece = 64 << 20
+    intact = all(bool((block[start:start + piece] == 5).all().item())
+                 for start in range(0, size, piece))
+    return {"allocated": True, "bytes": size, "alloc_s": round(alloc_s, 4),
+            "step_ms": round(step_ms, 4), "intact": intact}
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in ("opportunistic", "production"):
+        sys.stderr.write("usage: torch_spill_job.py opportunistic|production BYTES FILE FILE\n")
+        return 2
+    role, size = sys.argv[1], int(sys.argv[2])
+    result = (opportunistic if role == "opportunistic" else production)(size, *sys.argv[3:])
+    result.update({"kind": "torch-spill-job", "version": 1, "role": role})
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
