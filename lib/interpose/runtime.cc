@@ -55,6 +55,31 @@ pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 
+// A job pointed at a coordinator (GPUSHARE_SOCKET, as gpushare-run and the
+// Slurm TaskProlog set it) that cannot reach one runs on its starting limits
+// alone: say so once, naming what its class goes without, since nothing
+// else would show it (the client thread goes on trying, silently).
+void say_when_unregistered(const Settings& settings) {
+  static std::atomic<bool> said{false};
+  if (settings.socket_path[0] == '\0' ||
+      coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
+    return;
+  }
+  if (settings.qos == kQosOpportunistic) {
+    GS_WARN(
+        "no coordinator answers at %s: this opportunistic job is not throttled for production "
+        "jobs and does not move its memory to the host for them until one does; it keeps only "
+        "the limits it started with",
+        settings.socket_path);
+  } else {
+    GS_WARN(
+        "no coordinator answers at %s: this production job is not protected (opportunistic "
+        "jobs beside it are neither throttled nor made to spill for it) until one does; it "
+        "keeps only the limits it started with",
+        settings.socket_path);
+  }
+}
+
 // Registers with the node coordinator (bounded; never fails the job): from
 // then on the coordinator's limits and pause apply.
 void start_coordinator_client(int count) {
@@ -78,6 +103,7 @@ void start_coordinator_client(int count) {
   g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
   g_counters.before_retire = &suspend_before_retire;
   coord::client_start(job, &g_counters);
+  say_when_unregistered(settings);
 }
 
 void format_uuid(const CUuuid& uuid, char* text) {
