@@ -137,7 +137,11 @@ int run(RunOptions& options) {
     }
   }
   // A coordinator for live limits, started per user when none is running.
-  if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
+  if (!options.no_coordinator) {
+    ensure_coordinator(executable, &*plan);
+  } else {
+    plan->environment.emplace_back("GPUSHARE_LAUNCHED_FOR", "");  // not an enclosing job's
+  }
   set_up_job_tree(executable, &*plan);
   return exec_command(*plan);
 }

@@ -55,28 +55,31 @@ pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 
-// A job pointed at a coordinator (GPUSHARE_SOCKET, as gpushare-run and the
-// Slurm TaskProlog set it) that cannot reach one runs on its starting limits
-// alone: say so once, naming what its class goes without, since nothing
-// else would show it (the client thread goes on trying, silently).
+// A job launched for a coordinator (GPUSHARE_LAUNCHED_FOR, as gpushare-run
+// and the Slurm hooks set it) that cannot reach one runs on its starting
+// limits alone: say so once, naming what its class goes without, since
+// nothing else would show it (the client thread goes on trying, silently).
+// Printed at any GPUSHARE_LOG level: it is the one line the user must see.
 void say_when_unregistered(const Settings& settings) {
   static std::atomic<bool> said{false};
-  if (settings.socket_path[0] == '\0' ||
+  if (!settings.launched_for_coordinator ||
       coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
     return;
   }
   if (settings.qos == kQosOpportunistic) {
-    GS_WARN(
+    log_message(
+        LogLevel::kWarning,
         "no coordinator answers at %s: this opportunistic job is not throttled for production "
         "jobs and does not move its memory to the host for them until one does; it keeps only "
         "the limits it started with",
-        settings.socket_path);
+        settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
   } else {
-    GS_WARN(
+    log_message(
+        LogLevel::kWarning,
         "no coordinator answers at %s: this production job is not protected (opportunistic "
         "jobs beside it are neither throttled nor made to spill for it) until one does; it "
         "keeps only the limits it started with",
-        settings.socket_path);
+        settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
   }
 }
 

@@ -23,7 +23,7 @@ gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:832Mi
 opp=$!
 wait_for "the opportunistic job's 832 MiB" 10 test -e "$s/opp-full"
 wait_for "the opportunistic job to register" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((832 * MiB))'"
+  "gpushare-ctl show opp | jq -se 'length == 1 and .[0].mem_device_resident_bytes == $((832 * MiB))'"
 
 status=0
 gpushare-run --sim --name prod -- "$w" --mem 128MiB --iterations 3 --kernel-us 100 \
