@@ -55,7 +55,7 @@ check torch-interception '.status == "passed" and .details.torch_standin == true
   and .measurements.nvml_total_bytes == 4294967296
   and .measurements.past_limit_raised == "OutOfMemoryError"
   and .measurements.coordinator_mem_used_bytes >= .measurements.torch_reserved_bytes
-  and .measurements.torch_reserved_bytes == 2684354560
+  and .measurements.torch_reserved_bytes == 5494538240
   and .measurements.escaped_entry_points == [] and .measurements.wrapped_lines > 0'
 check torch-training '.status == "skipped" and (.summary | test("simulated GPU"))'
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
@@ -70,20 +70,20 @@ check colocation '.status == "passed" and .measurements.compute_control == true
 check memory-spill '.status == "not-built"'
 # The calibration's context memory is the simulator's own setting, measured.
 check calibration '.status == "passed"
-  and .measurements.context_memory_bytes.measured == 268435456
-  and .measurements.context_memory_bytes.sim_default == 268435456
+  and .measurements.context_memory_bytes.measured == 549453824
+  and .measurements.context_memory_bytes.sim_default == 549453824
   and .measurements.time_slice_ms.measured == null
   and (.measurements.h2d_gib_per_s.measured | . > 0)
   and (.measurements.launch_us.measured | . > 0)
   and (.details.time_slices.error | test("simulated GPU"))
-  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
+  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "549453824"
   and (.details.sim_settings.GPUSHARE_SIM_MIGRATE_BANDWIDTH | test("^[0-9]+$"))'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
-expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=549453824 GPUSHARE_SIM_MIGRATE_BANDWIDTH=[0-9]+$' \
   "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
-expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
+expect_grep '^\| context_memory_bytes \| 549453824 \| 549453824 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
   "$out/summary.md"
 
 # The environment variable selects the same mode; --only runs what it names.
