@@ -55,7 +55,7 @@ check torch-interception '.status == "passed" and .details.torch_standin == true
   and .measurements.nvml_total_bytes == 4294967296
   and .measurements.past_limit_raised == "OutOfMemoryError"
   and .measurements.coordinator_mem_used_bytes >= .measurements.torch_reserved_bytes
-  and .measurements.torch_reserved_bytes == 5494538240
+  and .measurements.torch_reserved_bytes == 2684354560
   and .measurements.escaped_entry_points == [] and .measurements.wrapped_lines > 0'
 check torch-training '.status == "skipped" and (.summary | test("simulated GPU"))'
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
