@@ -74,12 +74,11 @@ void say_when_unregistered(const Settings& settings) {
         "the limits it started with",
         settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
   } else {
-    log_message(
-        LogLevel::kWarning,
-        "no coordinator answers at %s: this production job is not protected (opportunistic "
-        "jobs beside it are neither throttled nor made to spill for it) until one does; it "
-        "keeps only the limits it started with",
-        settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
+    log_message(LogLevel::kWarning,
+                "no coordinator answers at %s: this production job is not protected (opportunistic "
+                "jobs beside it are neither throttled nor made to spill for it) until one does; it "
+                "keeps only the limits it started with",
+                settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
   }
 }
 

@@ -57,7 +57,7 @@ TreeSlot* g_slot = nullptr;
 // forked child (whose inherited descriptor shares its parent's lock).
 int g_tree_fd = -1;
 int g_tree_device_of[kMaxDevices];  // a device index -> its TreeDevice, or -1
-pid_t g_creator = 0;  // the process that created the file, which unlinks it
+pid_t g_creator = 0;                // the process that created the file, which unlinks it
 char g_created_path[128] = "";
 // The file join_process_tree opened; empty when none.
 char g_joined_path[128] = "";

@@ -57,8 +57,7 @@ bool created_by_this_process(const char* path) {
     std::uint64_t creator_start_time;
   } header{};
   bool ours = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == geteuid() &&
-              (info.st_mode & 077) == 0 &&
-              info.st_size == static_cast<off_t>(sizeof(TreeFile)) &&
+              (info.st_mode & 077) == 0 && info.st_size == static_cast<off_t>(sizeof(TreeFile)) &&
               pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
   close(fd);
   return ours && header.magic == kTreeMagic && header.version == kTreeVersion &&

@@ -46,8 +46,7 @@ TEST_CASE("launched jobs: a process carrying the mark for the socket keeps the c
   CHECK(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
 }
 
-TEST_CASE("launched jobs: only the whole variable for this socket counts",
-          "[coord][launched]") {
+TEST_CASE("launched jobs: only the whole variable for this socket counts", "[coord][launched]") {
   FakeProc proc;
   proc.process("100", env({"GPUSHARE_LAUNCHED_FOR=/run/a.sock2"}));
   proc.process("101", env({"XGPUSHARE_LAUNCHED_FOR=/run/a.sock"}));
