@@ -31,6 +31,7 @@
 #include "interpose/tree.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -57,7 +58,15 @@ TreeSlot* g_slot = nullptr;
 // forked child (whose inherited descriptor shares its parent's lock).
 int g_tree_fd = -1;
 int g_tree_device_of[kMaxDevices];  // a device index -> its TreeDevice, or -1
-pid_t g_creator = 0;                // the process that created the file, which unlinks it
+pthread_mutex_t g_measure_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+// A child forked while another thread measured must not inherit the mutex
+// held by a thread it does not have.
+void reset_measure_mutex_in_child() {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  std::memcpy(&g_measure_mutex, &fresh, sizeof fresh);
+}
+pid_t g_creator = 0;  // the process that created the file, which unlinks it
 char g_created_path[128] = "";
 // The file join_process_tree opened; empty when none.
 char g_joined_path[128] = "";
@@ -159,6 +168,7 @@ TreeFile* open_tree(const char* path, int* fd_out) {
 // Priority 101: before every default constructor, read_settings_at_load
 // (runtime.cc) included, which must see the variable this one sets.
 __attribute__((constructor(101))) void create_tree_for_job() {
+  pthread_atfork(nullptr, nullptr, &reset_measure_mutex_in_child);
   // Before main, so before interpose/settings.cc reads the environment:
   // this constructor writes GPUSHARE_TREE for the job's children.
   const char* existing = std::getenv(env::kTree);
@@ -246,13 +256,22 @@ void note_tree_context_bytes(int device, std::uint64_t bytes) {
 
 bool lock_tree_measurement() {
   if (g_tree == nullptr || g_slot == nullptr || g_tree_fd < 0) return false;
+  // flock serialises processes only (a second thread's flock on the same
+  // descriptor succeeds at once): the mutex serialises this one's threads.
+  pthread_mutex_lock(&g_measure_mutex);
   while (flock(g_tree_fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return false;
+    if (errno != EINTR) {
+      pthread_mutex_unlock(&g_measure_mutex);
+      return false;
+    }
   }
   return true;
 }
 
-void unlock_tree_measurement() { flock(g_tree_fd, LOCK_UN); }
+void unlock_tree_measurement() {
+  flock(g_tree_fd, LOCK_UN);
+  pthread_mutex_unlock(&g_measure_mutex);
+}
 
 const char* joined_tree_path() { return g_joined_path[0] != '\0' ? g_joined_path : nullptr; }
 
