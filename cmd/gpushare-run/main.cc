@@ -68,6 +68,9 @@ void ensure_coordinator(const std::string& executable, gpushare::LaunchPlan* pla
     if (!started) gpushare::diag::warning(started.error().message);
   }
   plan->environment.emplace_back("GPUSHARE_SOCKET", coordinator->socket_path);
+  // Keeps a coordinator that exits when idle while the job lives, even
+  // before the job registers (lib/coord/server/launched_jobs.h).
+  plan->environment.emplace_back("GPUSHARE_LAUNCHED_FOR", coordinator->socket_path);
 }
 
 // The job's tree file: one memory limit per device for all the processes
@@ -134,7 +137,11 @@ int run(RunOptions& options) {
     }
   }
   // A coordinator for live limits, started per user when none is running.
-  if (!options.no_coordinator) ensure_coordinator(executable, &*plan);
+  if (!options.no_coordinator) {
+    ensure_coordinator(executable, &*plan);
+  } else {
+    plan->environment.emplace_back("GPUSHARE_LAUNCHED_FOR", "");  // not an enclosing job's
+  }
   set_up_job_tree(executable, &*plan);
   return exec_command(*plan);
 }

@@ -11,7 +11,8 @@
 //     and Epilog see it as SPANK_GPUSHARE;
 //   - slurm_spank_task_init, in slurmstepd as the user, just before each
 //     task execs: sets GPUSHARE_QOS, GPUSHARE_MEM_LIMIT, GPUSHARE_COMPUTE,
-//     GPUSHARE_JOB=slurm-<jobid>, GPUSHARE_SOCKET and GPUSHARE_SLURM=spank,
+//     GPUSHARE_JOB=slurm-<jobid>, GPUSHARE_SOCKET, GPUSHARE_LAUNCHED_FOR and
+//     GPUSHARE_SLURM=spank,
 //     and puts the interposer first in LD_PRELOAD.
 // Plugin arguments (plugstack.conf): interposer=PATH, socket=PATH.
 // Built only against Slurm's own <slurm/spank.h>: there is no ABI promise
@@ -164,6 +165,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   spank_setenv(sp, "GPUSHARE_QOS", klass, 1);
   spank_setenv(sp, "GPUSHARE_JOB", name, 1);
   spank_setenv(sp, "GPUSHARE_SOCKET", socket, 1);
+  spank_setenv(sp, "GPUSHARE_LAUNCHED_FOR", socket, 1);
   if (mem[0] != '\0') spank_setenv(sp, "GPUSHARE_MEM_LIMIT", mem, 1);
   // Read once compute sharing lands; ignored before.
   if (compute[0] != '\0') spank_setenv(sp, "GPUSHARE_COMPUTE", compute, 1);

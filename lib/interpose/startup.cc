@@ -28,6 +28,33 @@ pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 
+// A job launched for a coordinator (GPUSHARE_LAUNCHED_FOR, as gpushare-run
+// and the Slurm hooks set it) that cannot reach one runs on its starting
+// limits alone: say so once, naming what its class goes without, since
+// nothing else would show it (the client thread goes on trying, silently).
+// Printed at any GPUSHARE_LOG level: it is the one line the user must see.
+void say_when_unregistered(const Settings& settings) {
+  static std::atomic<bool> said{false};
+  if (!settings.launched_for_coordinator ||
+      coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
+    return;
+  }
+  if (settings.qos == kQosOpportunistic) {
+    log_message(
+        LogLevel::kWarning,
+        "no coordinator answers at %s: this opportunistic job is not throttled for production "
+        "jobs and does not move its memory to the host for them until one does; it keeps only "
+        "the limits it started with",
+        settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
+  } else {
+    log_message(LogLevel::kWarning,
+                "no coordinator answers at %s: this production job is not protected (opportunistic "
+                "jobs beside it are neither throttled nor made to spill for it) until one does; it "
+                "keeps only the limits it started with",
+                settings.socket_path[0] != '\0' ? settings.socket_path : "the default socket");
+  }
+}
+
 // Registers with the node coordinator (bounded; never fails the job): from
 // then on the coordinator's limits and pause apply.
 void start_coordinator_client(int count) {
@@ -51,6 +78,7 @@ void start_coordinator_client(int count) {
   g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
   g_counters.before_retire = &suspend_before_retire;
   coord::client_start(job, &g_counters);
+  say_when_unregistered(settings);
 }
 
 void load_driver() {

@@ -208,7 +208,7 @@ int tree_janitor_main(int argc, char** argv) {
 Result<std::string> start_job_tree(const std::string& program) {
   char path[128];
   coord::sweep_stale_tree_files();  // files of jobs killed without a janitor
-  int tree_fd = coord::create_tree_file(path, sizeof path);
+  int tree_fd = coord::create_tree_file(path, sizeof path, coord::kTreeHasJanitor);
   if (tree_fd < 0) {
     return make_error(std::string("cannot create the job's tree file in /dev/shm: ") +
                       std::strerror(errno));

@@ -58,9 +58,9 @@ struct SimConfig {
 
 // Defaults (documented in gpushare-workload(1)).
 inline constexpr std::uint64_t kDefaultMemoryBytes = 16ull << 30;
-inline constexpr std::uint64_t kDefaultCtxOverheadBytes = 256ull << 20;
+inline constexpr std::uint64_t kDefaultCtxOverheadBytes = 524ull << 20;  // an H100 context
 inline constexpr std::uint32_t kDefaultSms = 108;
-inline constexpr std::uint64_t kDefaultLinkBytesPerS = 25'000'000'000;  // 25 GB/s
+inline constexpr std::uint64_t kDefaultLinkBytesPerS = 51'000'000'000;  // 51 GB/s (H100, pinned)
 inline constexpr std::int64_t kDefaultLinkLatencyNs = 5000;
 inline constexpr std::uint64_t kDefaultLocalBytesPerS = 800'000'000'000;  // 800 GB/s
 inline constexpr std::uint32_t kDefaultManagedSlowdownMilli = 4000;

@@ -17,5 +17,8 @@ inline constexpr const char* kSuspendable = "GPUSHARE_SUSPENDABLE";  ///< on | o
 inline constexpr const char* kLog = "GPUSHARE_LOG";             ///< error | warning | info | debug
 inline constexpr const char* kDebug = "GPUSHARE_DEBUG";         ///< non-empty: log the client too
 inline constexpr const char* kDisable = "GPUSHARE_DISABLE";     ///< 1: pass everything through
+/// The coordinator socket gpushare-run launched the job for: a coordinator
+/// that exits when idle stays while a process of its user carries it.
+inline constexpr const char* kLaunchedFor = "GPUSHARE_LAUNCHED_FOR";
 
 }  // namespace gpushare::env

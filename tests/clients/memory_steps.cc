@@ -172,6 +172,7 @@ std::optional<bool> run_memory_step(Client& client, const std::vector<std::strin
     field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
 
   } else if (name == "free" || name == "free-all") {
+    auto start = std::chrono::steady_clock::now();
     *result = client.held.empty() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     while (!client.held.empty() && *result == CUDA_SUCCESS) {
       *result = release(client, client.held.back());
@@ -179,6 +180,7 @@ std::optional<bool> run_memory_step(Client& client, const std::vector<std::strin
       client.held.pop_back();
       if (name == "free") break;
     }
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(start)));
 
   } else if (name == "refree") {
     if (client.freed.kind.empty()) return false;

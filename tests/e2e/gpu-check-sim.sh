@@ -96,26 +96,26 @@ check memory-spill '.status == "passed" and .measurements.jobs == "cuda-client"
   and (.measurements.spill_gib_per_s > 0) and (.measurements.production_speed_fraction > 0)'
 # The calibration's context memory is the simulator's own setting, measured.
 check calibration '.status == "passed"
-  and .measurements.context_memory_bytes.measured == 268435456
-  and .measurements.context_memory_bytes.sim_default == 268435456
+  and .measurements.context_memory_bytes.measured == 549453824
+  and .measurements.context_memory_bytes.sim_default == 549453824
   and .measurements.time_slice_ms.measured == null
   and (.measurements.h2d_gb_per_s.measured | . > 0)
-  and .measurements.h2d_gb_per_s.sim_default == 25
+  and .measurements.h2d_gb_per_s.sim_default == 51
   and .measurements.h2d_gb_per_s.sim_setting == "GPUSHARE_SIM_PCIE_GBPS"
   and .measurements.time_slice_ms.sim_default == 2
   and .measurements.context_switch_us.sim_default == 25
   and (.measurements.launch_us.measured | . > 0)
   and (.details.time_slices.error | test("simulated GPU"))
-  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "268435456"
+  and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "549453824"
   and (.details.sim_settings.GPUSHARE_SIM_PCIE_GBPS | test("^[0-9]+\\.[0-9]$"))
   and (.details.sim_settings | has("GPUSHARE_SIM_MIGRATE_BANDWIDTH") | not)
   and (.details.defaults_differ | type == "array")'
 
 expect_grep '^\| calibration \| passed \|' "$out/summary.md"
-expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=268435456 GPUSHARE_SIM_PCIE_GBPS=[0-9]+\.[0-9]$' \
+expect_grep '^export GPUSHARE_SIM_CTX_OVERHEAD=549453824 GPUSHARE_SIM_PCIE_GBPS=[0-9]+\.[0-9]$' \
   "$out/summary.md"
 expect_grep '^\| measurement \| measured \| sim_default \| sim_setting \|$' "$out/summary.md"
-expect_grep '^\| context_memory_bytes \| 268435456 \| 268435456 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
+expect_grep '^\| context_memory_bytes \| 549453824 \| 549453824 \| GPUSHARE_SIM_CTX_OVERHEAD \|$' \
   "$out/summary.md"
 
 # The environment variable selects the same mode; --only runs what it names.
@@ -126,14 +126,14 @@ jq -e '.mode == "sim" and .status == "passed"
   >/dev/null || fail "GPUSHARE_GPU_CHECK_SIM=1 --only did not run the two checks on the simulator"
 
 # The calibration names a default that differs from what it measured: here
-# the simulated GPU's contexts are made to take 512 MiB, twice the default.
-expect_exit 0 env GPUSHARE_SIM_CTX_OVERHEAD=536870912 "$gpu_check" --sim --prefix \
+# the simulated GPU's contexts are made to take 1048 MiB, twice the default.
+expect_exit 0 env GPUSHARE_SIM_CTX_OVERHEAD=1098907648 "$gpu_check" --sim --prefix \
   "$GPUSHARE_PREFIX" --only calibration "$scratch/ctx"
 jq -e '.checks[0] | .status == "passed"
-       and .measurements.context_memory_bytes.measured == 536870912
-       and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "536870912"
-       and (.details.defaults_differ | index("GPUSHARE_SIM_CTX_OVERHEAD 268435456 (measured 536870912)"))
-       and (.summary | test("defaults off by more than 25%: GPUSHARE_SIM_CTX_OVERHEAD 268435456"))' \
+       and .measurements.context_memory_bytes.measured == 1098907648
+       and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "1098907648"
+       and (.details.defaults_differ | index("GPUSHARE_SIM_CTX_OVERHEAD 549453824 (measured 1098907648)"))
+       and (.summary | test("defaults off by more than 25%: GPUSHARE_SIM_CTX_OVERHEAD 549453824"))' \
   "$scratch/ctx/report.json" >/dev/null ||
   fail "the calibration did not name the context default: $(jq -c '.checks[0]' "$scratch/ctx/report.json")"
 jq -e '.checks[] | select(.name == "calibration") | .details.defaults_differ

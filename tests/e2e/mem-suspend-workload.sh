@@ -7,7 +7,7 @@
 # the host and back. Both are checked twice (two suspend/resume cycles).
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
-export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off
+export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 w="$libexec/gpushare-workload"
 s=$scratch
 

@@ -4,7 +4,7 @@
 # kernel time run by them show up; without any driver it fails clearly.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=8GiB,4GiB GPUSHARE_SIM_SMS=108,46
+export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=8GiB,4GiB GPUSHARE_SIM_SMS=108,46 GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 

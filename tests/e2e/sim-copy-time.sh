@@ -14,19 +14,19 @@ client="$libexec/tests/gpushare-cuda-client"
 value() { jq -r "select(.step==\"$1\") | .$2" "$scratch/out" | sed -n "${3:-1}p"; }
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 
-# 1 GiB host to device at the default 25 GB/s: 1073741824 / 25e9 s + 5 us =
-# 42.95 ms. (The memset touches the device memory first, so that the host's
+# 1 GiB host to device at the default 51 GB/s: 1073741824 / 51e9 s + 5 us =
+# 21.06 ms. (The memset touches the device memory first, so that the host's
 # copy of the bytes, during the 3 s lead kernel, is quick even when loaded.)
 expect_exit 0 "$client" init ctx stream alloc:plain:1GiB memset:0 launch:1:3000000 mark \
   copy:htod:1GiB:async elapsed
 ms=$(value elapsed elapsed_ms)
-within "$ms" 42.9 43.1 || fail "1 GiB HtoD took $ms ms, want 42.95"
+within "$ms" 21.0 21.1 || fail "1 GiB HtoD took $ms ms, want 21.06"
 
-# Back, and within the device (800 GB/s): 256 MiB take 10.74 and 0.34 ms.
+# Back, and within the device (800 GB/s): 256 MiB take 5.27 and 0.34 ms.
 expect_exit 0 "$client" init ctx stream alloc:plain:512MiB memset:0 launch:1:2000000 mark \
   copy:dtoh:256MiB:async elapsed launch:1:2000000 mark copy:dtod:256MiB:async elapsed
 ms=$(value elapsed elapsed_ms 1)
-within "$ms" 10.7 10.8 || fail "256 MiB DtoH took $ms ms, want 10.74"
+within "$ms" 5.22 5.32 || fail "256 MiB DtoH took $ms ms, want 5.27"
 ms=$(value elapsed elapsed_ms 2)
 within "$ms" 0.3 0.4 || fail "256 MiB DtoD took $ms ms, want 0.34"
 

@@ -8,7 +8,8 @@
 # its own output and hurts nothing else; scancel reclaims a job's memory
 # within 1 s; the Epilog kills and reclaims a process that escaped the
 # job; a bad --gpushare fails sbatch, a bad comment runs the job unshared;
-# a shard job that asks for nothing is opportunistic; a job placed by
+# a shard job that asks for nothing is opportunistic; a batch script that
+# ends with exec leaves no tree file in /dev/shm; a job placed by
 # gpushare-place --format slurm runs with its class and memory limit.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
@@ -46,7 +47,7 @@ log="$slurm_dir/log/gpushare-hooks.log"
 # What every job inherits (sbatch exports the environment): the simulated
 # GPU, two devices of 4 GiB, shared through one state file.
 export LD_LIBRARY_PATH="$libexec/sim"
-export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=4GiB
+export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 workload="$libexec/gpushare-workload"
 long="$workload --mem 64MiB --verify 1MiB --iterations 100000000 --kernel-us 1000"
 submit() { sbatch --parsable --chdir="$scratch" -o "$scratch/job-%j.out" -e "$scratch/job-%j.err" "$@"; }
@@ -85,6 +86,16 @@ for job in "$prod" "$opp1" "$opp2"; do
   [ "$(job_state "$job")" = RUNNING ] || fail "job $job is $(job_state "$job") after the greedy job"
   listed "$job" || fail "job $job left gpushare after the greedy job"
 done
+
+# A batch script that ends with exec leaves no tree file behind: the
+# program it exec'd removes the file its shell made.
+ends_exec=$(submit --gres=shard:1 --wrap \
+  "echo \"\$GPUSHARE_TREE\" >$scratch/exec-tree; exec $workload --mem 64MiB --iterations 2")
+wait_job_done "$ends_exec" 30
+[ "$(job_state "$ends_exec")" = COMPLETED ] || fail "the exec job ended $(job_state "$ends_exec")"
+exec_tree=$(cat "$scratch/exec-tree")
+case $exec_tree in /dev/shm/gpushare-tree-*) ;; *) fail "the exec job's tree: '$exec_tree'" ;; esac
+[ -e "$exec_tree" ] && fail "the batch script ending with exec left $exec_tree behind"
 
 # A bad comment: the job runs unshared and says why in its output.
 bad=$(submit --gres=shard:1 --comment=gpushare:sometimes --wrap 'echo "preload=[${LD_PRELOAD:-}]"')

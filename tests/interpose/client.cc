@@ -436,6 +436,13 @@ int main(int argc, char** argv) {
       for (auto& thread : threads) thread.join();
       std::printf("forks count=%d exited=%d succeeded=%d failed=%d\n", count, exited, results[0],
                   results[1]);
+    } else if (command == "exec") {
+      // Replaces the process with the rest of the command line, as a
+      // script's last line does: same pid, a new program image.
+      require(1);
+      std::fflush(stdout);
+      execv(argv[arg + 1], argv + arg + 1);
+      die("exec failed");
     } else if (command == "hold") {
       std::printf("hold ready\n");
       std::fflush(stdout);

@@ -39,7 +39,7 @@ TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]"
   CHECK(std::string(loaded.config.state_path) == "/tmp/x");
   CHECK(loaded.config.device_count == 1);
   CHECK(loaded.config.devices[0].memory_bytes == (16ull << 30));
-  CHECK(loaded.config.devices[0].ctx_overhead_bytes == (256ull << 20));
+  CHECK(loaded.config.devices[0].ctx_overhead_bytes == (524ull << 20));  // an H100's context
   CHECK(loaded.config.devices[0].sms == 108);
   CHECK(loaded.config.driver_version == 13000);
   CHECK(loaded.config.default_kernel_ns == 1000000);
@@ -132,10 +132,10 @@ TEST_CASE("bad settings are refused with the variable and the value", "[sim]") {
   }
 }
 
-TEST_CASE("the copy path defaults to 25 GB/s with 5 us per transfer", "[sim]") {
+TEST_CASE("the copy path defaults to an H100's 51 GB/s with 5 us per transfer", "[sim]") {
   Loaded loaded = load({});
   REQUIRE(loaded.ok);
-  CHECK(loaded.config.link_bytes_per_s == 25'000'000'000ull);
+  CHECK(loaded.config.link_bytes_per_s == 51'000'000'000ull);
   CHECK(loaded.config.link_latency_ns == 5000);
   CHECK(loaded.config.local_bytes_per_s == 800'000'000'000ull);
   CHECK(loaded.config.migrate_bytes_per_s == 0);  // migrations at the link's speed

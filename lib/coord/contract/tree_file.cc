@@ -16,7 +16,7 @@
 
 namespace gpushare::coord {
 
-int create_tree_file(char* path, std::size_t size) {
+int create_tree_file(char* path, std::size_t size, std::uint32_t flags) {
   unsigned long long token[2] = {0, 0};
   if (getrandom(token, sizeof token, 0) != static_cast<ssize_t>(sizeof token)) return -1;
   int n = std::snprintf(path, size, "/dev/shm/gpushare-tree-%u-%016llx%016llx",
@@ -30,9 +30,9 @@ int create_tree_file(char* path, std::size_t size) {
   struct {
     std::uint32_t magic, version;
     std::int32_t creator_pid;
-    std::uint32_t pad;
+    std::uint32_t flags;
     std::uint64_t creator_start_time;
-  } header{kTreeMagic, kTreeVersion, static_cast<std::int32_t>(getpid()), 0,
+  } header{kTreeMagic, kTreeVersion, static_cast<std::int32_t>(getpid()), flags,
            process_start_time(getpid())};  // the rest of the file is zero
   static_assert(sizeof header == offsetof(TreeFile, devices));
   if (ftruncate(fd, sizeof(TreeFile)) != 0 ||
@@ -44,6 +44,26 @@ int create_tree_file(char* path, std::size_t size) {
     return -1;
   }
   return fd;
+}
+
+bool created_by_this_process(const char* path) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  struct {
+    std::uint32_t magic, version;
+    std::int32_t creator_pid;
+    std::uint32_t flags;
+    std::uint64_t creator_start_time;
+  } header{};
+  bool ours = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == geteuid() &&
+              (info.st_mode & 077) == 0 && info.st_size == static_cast<off_t>(sizeof(TreeFile)) &&
+              pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
+  close(fd);
+  return ours && header.magic == kTreeMagic && header.version == kTreeVersion &&
+         header.creator_pid == getpid() && (header.flags & kTreeHasJanitor) == 0 &&
+         header.creator_start_time != 0 &&
+         header.creator_start_time == process_start_time(getpid());
 }
 
 std::uint64_t process_start_time(pid_t pid) {

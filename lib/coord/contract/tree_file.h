@@ -18,7 +18,7 @@
 namespace gpushare::coord {
 
 inline constexpr std::uint32_t kTreeMagic = 0x45525447;  // "GTRE" little-endian
-inline constexpr std::uint32_t kTreeVersion = 2;
+inline constexpr std::uint32_t kTreeVersion = 3;
 inline constexpr int kTreeSlots = 256;
 inline constexpr int kTreeDevices = 16;
 
@@ -27,6 +27,9 @@ struct TreeDevice {
   std::uint32_t pad;
   unsigned char uuid[16];
   std::atomic<std::uint64_t> held;  // the tree's sum
+  // Version 3: the largest context any process of the job measured on this
+  // device, which every later context of the job reserves before it exists.
+  std::atomic<std::uint64_t> context_bytes;
 };
 
 struct TreeSlot {
@@ -40,16 +43,27 @@ struct TreeFile {
   std::uint32_t magic;
   std::uint32_t version;
   std::int32_t creator_pid;  // version 2: the process that created the file
-  std::uint32_t pad;
+  std::uint32_t flags;       // version 3: kTreeHasJanitor
   std::uint64_t creator_start_time;
   TreeDevice devices[kTreeDevices];
   TreeSlot slots[kTreeSlots];
 };
 
+/// A janitor (gpushare-run's) removes the file; without it, the process
+/// that created the file removes it when it exits, whatever program it runs
+/// by then (a script that ends with exec).
+inline constexpr std::uint32_t kTreeHasJanitor = 1;
+
 /// Creates a new tree file, private to the user (O_EXCL, mode 0600, a
-/// random name under /dev/shm), sized and stamped; its path goes to `path`.
-/// Returns a read-write descriptor (close-on-exec), or -1 with errno set.
-int create_tree_file(char* path, std::size_t size);
+/// random name under /dev/shm), sized and stamped with its creator and
+/// `flags`; its path goes to `path`. Returns a read-write descriptor
+/// (close-on-exec), or -1 with errno set.
+int create_tree_file(char* path, std::size_t size, std::uint32_t flags);
+
+/// Whether the file at `path` is the user's own tree file, created by this
+/// very process (same pid and start time: a program it exec'd) and removed
+/// by no janitor: then this program removes it at exit.
+bool created_by_this_process(const char* path);
 
 /// When the process started (field 22 of /proc/PID/stat, in clock ticks);
 /// 0 when it cannot be read.

@@ -1,6 +1,7 @@
 // The coordinator (server.h, server_impl.h): its event loop, timers,
 // connections and their backpressure, and the helpers both halves share;
 // what a connection asks is answered in server_requests.cc.
+#include "coord/server/launched_jobs.h"
 #include "coord/server/server_impl.h"
 
 namespace gpushare::coord {
@@ -498,7 +499,11 @@ Result<StopReason> Server::run() {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);
         (void)ignored;
-        if (s.registry.size() == 0) return StopReason::kIdle;
+        if (s.registry.size() == 0) {
+          // A job launched for us that has not registered yet keeps us.
+          if (!launched_job_alive(s.listener.path(), geteuid())) return StopReason::kIdle;
+          s.arm_idle_timer();
+        }
       } else if (tag % 2 == 1) {
         s.drop(tag / 2, "exited");
       } else {

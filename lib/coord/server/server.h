@@ -31,7 +31,8 @@ struct ServerOptions {
   bool private_directory = false;  ///< see Listener::open
   Policy policy;
   /// Exit once no job has been registered for `idle_grace` (counted from
-  /// the start, and from the last job leaving).
+  /// the start, and from the last job leaving) and no job launched for this
+  /// socket lives (launched_jobs.h).
   bool idle_exit = false;
   std::chrono::nanoseconds idle_grace = std::chrono::seconds(60);
   /// The loop ends when this descriptor becomes readable (a signalfd, an

@@ -123,6 +123,8 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
     copy_bounded(settings->socket_path, sizeof settings->socket_path, socket);
   }
+  const char* launched = getenv(env::kLaunchedFor);
+  settings->launched_for_coordinator = launched != nullptr && *launched != '\0';
 }
 
 std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total) {

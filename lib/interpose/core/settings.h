@@ -30,6 +30,9 @@ struct Settings {
   bool debug_client = false;
   char job_name[kMaxJobNameBytes + 1] = {};
   char socket_path[108] = {};
+  /// GPUSHARE_LAUNCHED_FOR non-empty: the job was launched for a coordinator
+  /// (by gpushare-run or the Slurm hooks) and says so when none answers.
+  bool launched_for_coordinator = false;
   /// GPUSHARE_TREE: the job's tree file (tree.cc); empty when unset.
   char tree_path[128] = {};
   /// Non-empty when a setting is invalid: CUDA initialisation then fails

@@ -3,25 +3,38 @@
 // cuInit is where an invalid setting stops the job (never run unlimited by
 // mistake) and where the devices are enumerated.
 //
-// A context holds device memory of its own (hundreds of MiB on real GPUs)
-// that no allocation hook sees, yet it counts against the job's limit. We
-// measure it as the growth of this process's usage on the device, as NVML
-// reports it, across the context's creation (the process's own usage, so
-// other processes cannot disturb the measurement), charge it, and give it
-// back when the context is destroyed. Destroying a context also frees every
-// allocation made in it, so their charges go too.
+// A context holds device memory of its own (hundreds of MiB on real GPUs:
+// 518-524 MiB on an H100) that no allocation hook sees, yet it counts
+// against the job's limit. We measure it as the growth of this process's
+// usage on the device, as NVML reports it, across the context's creation
+// (the process's own usage, so other processes cannot disturb the
+// measurement), charge it, and give it back when the context is destroyed.
+// Destroying a context also frees every allocation made in it, so their
+// charges go too.
 //
 // A context is refused, like an allocation, with CUDA_ERROR_OUT_OF_MEMORY
-// when the limit cannot take it. Its size is known only once it exists, so
-// the largest context measured on the device so far is reserved before the
-// driver is called and swapped for the measured size after (the first one
-// is never refused: nothing is known of it yet). Creating contexts in a loop
-// therefore stops at the limit, where it once took the whole GPU.
+// when the limit cannot take it, in every process of the job: the limit
+// spans the job's process tree (tree.cc), and so does what a context is
+// expected to cost. Its size is known only once it exists, so the largest
+// context measured by any process of the job on that device is reserved
+// before the driver is called and swapped for the measured size after.
+// The job's first context is measured alone: the process about to create
+// it takes the tree file's lock, and every other process of the job that
+// would create an unmeasured context waits for the measurement instead of
+// creating one beside it (so N children starting at once cannot each slip
+// an unreserved context past the limit). That first context is never
+// refused (nothing is known of it yet) but it is charged.
+//
+// Every creation (cuCtxCreate in all its versions, the primary context's
+// first retain) that the driver refuses for want of room waits, for a
+// production job, while opportunistic memory spills, exactly as an
+// allocation does (spill.h).
 #include <pthread.h>
 
 #include "interpose/hooks/hooks.h"
 #include "interpose/core/log.h"
 #include "interpose/memory/spill.h"
+#include "interpose/memory/tree.h"
 #include "interpose/memory/vmm_backing.h"
 
 using namespace gpushare::interpose;
@@ -61,7 +74,8 @@ UsageProbe usage_before(int device) {
   return probe;
 }
 
-// Charges the growth since `probe` to the new context.
+// Charges the growth since `probe` to the new context, and tells the job's
+// other processes what a context costs.
 void charge_context(const UsageProbe& probe, CUcontext context) {
   if (!valid_device(probe.device)) return;
   std::uint64_t after = 0, overhead = 0;
@@ -74,6 +88,7 @@ void charge_context(const UsageProbe& probe, CUcontext context) {
   while (overhead > largest && !state.largest_context.compare_exchange_weak(
                                    largest, overhead, std::memory_order_relaxed)) {
   }
+  note_tree_context_bytes(probe.device, overhead);
   std::uint64_t key = reinterpret_cast<std::uint64_t>(context);
   g_runtime.contexts.insert(key, AllocationRecord{overhead, probe.device, key});
   GS_DEBUG("context %p on device %d holds %llu bytes of its own", static_cast<void*>(context),
@@ -90,15 +105,39 @@ void release_context(CUcontext context) {
   }
 }
 
+// What a new context on `device` is expected to take: the largest any
+// process of the job measured there.
+std::uint64_t expected_context(int device) {
+  std::uint64_t local = g_runtime.devices[device].largest_context.load(std::memory_order_relaxed);
+  std::uint64_t job = tree_context_bytes(device);
+  return local > job ? local : job;
+}
+
+// A context's reservation: the bytes to give back once it is created or
+// failed, and whether this process holds the job's measurement lock.
+struct ContextReservation {
+  std::uint64_t bytes = 0;
+  bool measuring = false;
+};
+
 // Reserves a new context's expected size on `device`; false (refuse with
-// out-of-memory) when the limit cannot take it. `*reserved` is what to give
-// back once the context is created or failed.
-bool reserve_context(int device, std::uint64_t* reserved) {
-  *reserved = 0;
+// out-of-memory) when the limit cannot take it. With nothing measured yet,
+// takes the job's measurement lock and looks again: another process may
+// have measured while this one waited.
+bool reserve_context(int device, ContextReservation* reservation) {
+  *reservation = ContextReservation{};
   if (!valid_device(device)) return true;
-  Device& state = g_runtime.devices[device];
-  std::uint64_t expected = state.largest_context.load(std::memory_order_relaxed);
+  std::uint64_t expected = expected_context(device);
+  if (expected == 0 && lock_tree_measurement()) {
+    expected = expected_context(device);
+    if (expected == 0) {
+      reservation->measuring = true;
+      return true;
+    }
+    unlock_tree_measurement();
+  }
   if (expected == 0) return true;
+  Device& state = g_runtime.devices[device];
   if (!state.budget.try_reserve(expected, effective_limit(device))) {
     GS_INFO(
         "context on device %d refused: it would take about %llu bytes, and the job holds "
@@ -108,12 +147,28 @@ bool reserve_context(int device, std::uint64_t* reserved) {
         static_cast<unsigned long long>(effective_limit(device)));
     return false;
   }
-  *reserved = expected;
+  reservation->bytes = expected;
   return true;
 }
 
-void unreserve_context(int device, std::uint64_t reserved) {
-  if (reserved != 0) g_runtime.devices[device].budget.release(reserved);
+// Once the context is created (or failed): swaps the reservation for the
+// measured charge, then lets the job's other processes see the measurement.
+void settle_context(int device, const ContextReservation& reservation, const UsageProbe& probe,
+                    CUresult result, CUcontext created) {
+  if (reservation.bytes != 0) g_runtime.devices[device].budget.release(reservation.bytes);
+  if (result == CUDA_SUCCESS && created != nullptr) charge_context(probe, created);
+  if (reservation.measuring) unlock_tree_measurement();
+}
+
+// Calls `create` for a context reserved as `reservation`: when the driver
+// has no room, waits for a production job while opportunistic memory
+// spills, asking for what the context is expected to take (a guess when
+// never measured; the reserved bytes are already the job's).
+template <class Create>
+CUresult create_waiting_for_room(CUdevice device, const ContextReservation& reservation,
+                                 Create create) {
+  CUresult result = create();
+  return wait_for_room(device, reservation.bytes != 0 ? 0 : kContextRoomGuess, result, create);
 }
 
 class ContextLock {
@@ -129,15 +184,12 @@ class ContextLock {
 template <class Create>
 CUresult create_context(CUdevice device, CUcontext* context, Create create) {
   init_devices();
-  std::uint64_t reserved = 0;
-  if (!reserve_context(device, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+  ContextReservation reservation;
+  if (!reserve_context(device, &reservation)) return CUDA_ERROR_OUT_OF_MEMORY;
   UsageProbe probe = usage_before(device);
-  CUresult result = create();
-  // A context the device has no room for: ask for what it is expected to
-  // take (unreserved when never measured) while opportunistic memory spills.
-  result = wait_for_room(device, reserved != 0 ? 0 : kContextRoomGuess, result, create);
-  unreserve_context(device, reserved);
-  if (result == CUDA_SUCCESS && context != nullptr) charge_context(probe, *context);
+  CUresult result = create_waiting_for_room(device, reservation, create);
+  settle_context(device, reservation, probe, result,
+                 result == CUDA_SUCCESS && context != nullptr ? *context : nullptr);
   return result;
 }
 
@@ -217,18 +269,21 @@ CUresult gs_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   // The first retain creates the primary context; measure only that one.
   ContextLock lock;
   Device& state = g_runtime.devices[device];
-  std::uint64_t reserved = 0;
-  if (state.primary_retains == 0 && !reserve_context(device, &reserved)) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (state.primary_retains > 0) {
+    CUresult result = real(context, device);
+    if (result == CUDA_SUCCESS) ++state.primary_retains;
+    return result;
   }
-  UsageProbe probe = state.primary_retains == 0 ? usage_before(device) : UsageProbe{-1, false, 0};
-  CUresult result = real(context, device);
-  unreserve_context(device, reserved);
-  if (result != CUDA_SUCCESS) return result;
-  if (state.primary_retains++ == 0) {
+  ContextReservation reservation;
+  if (!reserve_context(device, &reservation)) return CUDA_ERROR_OUT_OF_MEMORY;
+  UsageProbe probe = usage_before(device);
+  CUresult result =
+      create_waiting_for_room(device, reservation, [&] { return real(context, device); });
+  if (result == CUDA_SUCCESS) {
+    state.primary_retains = 1;
     state.primary_context = reinterpret_cast<std::uint64_t>(*context);
-    charge_context(probe, *context);
   }
+  settle_context(device, reservation, probe, result, result == CUDA_SUCCESS ? *context : nullptr);
   return result;
 }
 
