@@ -17,3 +17,4 @@ check_includes(lib/coord/job "coord/(server|ctl)/" "the job side must not includ
 check_includes(lib/interpose "coord/(server|ctl)/" "the interposer must not include the coordinator's or ctl's headers")
 check_includes(lib/coord/contract "coord/(server|ctl|job)/" "the contract depends on neither side")
 check_includes(lib/vocab "(common|coord|interpose|simgpu|runner|place|probe|cudaapi)/" "the vocabulary depends on nothing of gpushare")
+check_includes(lib/place "replay/" "placement never depends on trace replay (lib/replay uses lib/place, not the other way)")

@@ -13,9 +13,9 @@
 #include <limits>
 #include <map>
 
-#include "place/replay_sim.h"
+#include "replay/sim.h"
 
-namespace gpushare::place::sim {
+namespace gpushare::replay {
 namespace {
 
 bool is_empty(const SimGpu& gpu) { return gpu.jobs.empty() && gpu.reserved_by < 0; }
@@ -315,4 +315,4 @@ void schedule(Sim& sim) {
   }
 }
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay

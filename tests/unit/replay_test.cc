@@ -6,10 +6,11 @@
 #include <string>
 
 #include "place/cluster_toml.h"
-#include "place/replay.h"
-#include "place/trace.h"
+#include "replay/replay.h"
+#include "replay/trace.h"
 
 using namespace gpushare::place;
+using namespace gpushare::replay;
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The replay's state, shared by its event loop (replay.cc) and its
-// policies (replay_policy.cc); not a public interface.
+// policies (policies.cc); not a public interface.
 //
 // Everything is indexed: jobs by their place in the trace, GPUs by a flat
 // id, nodes by their place in the cluster. A GPU records the jobs on it,
@@ -14,10 +14,10 @@
 #include <functional>
 #include <vector>
 
-#include "place/interference.h"
-#include "place/replay.h"
+#include "replay/interference_model.h"
+#include "replay/replay.h"
 
-namespace gpushare::place::sim {
+namespace gpushare::replay {
 
 enum class JobState : std::uint8_t { kPending, kQueued, kRunning, kDone };
 
@@ -111,7 +111,7 @@ struct Sim {
 /// One scheduling pass of the options' policy at `sim.now`.
 void schedule(Sim& sim);
 
-/// The metrics of a finished replay (replay_output.cc).
+/// The metrics of a finished replay (output.cc).
 ReplayMetrics summarise(const Sim& sim, double busy_gpu_s, double frag_gpu_s);
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay

@@ -1,11 +1,11 @@
 // The replay state's bookkeeping: every change to who is on a GPU goes
 // through attach/detach, which keep the counts in step.
-#include "place/replay_sim.h"
+#include "replay/sim.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace gpushare::place::sim {
+namespace gpushare::replay {
 
 void Sim::count_empty(std::uint32_t g, int sign) {
   node_empty[gpus[g].node] += sign;
@@ -181,4 +181,4 @@ void Sim::move(std::int32_t j, std::uint32_t from, std::uint32_t to) {
   ++metrics.migrations;
 }
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay
