@@ -11,8 +11,6 @@
 // of 4-GPU nodes; GPU counts in Philly's proportions; durations exponential,
 // mean 1 h), every policy each, so the cost per job at each size can be
 // compared: with cost n log n or better it grows at most by log factors.
-#include "replay/replay.h"
-
 #include <sys/resource.h>
 
 #include <chrono>
@@ -26,6 +24,7 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "place/cluster_toml.h"
+#include "replay/replay.h"
 #include "replay/trace.h"
 
 namespace {
@@ -123,7 +122,7 @@ int run(const Options& o) {
                : gpushare::exit_status::kFailure;
   }
   auto cluster = replay::parse_cluster_spec("num_switch,num_node_p_switch,num_gpu_p_node\n1,32,4\n",
-                                           "n32g4", 16ull << 30);
+                                            "n32g4", 16ull << 30);
   for (std::size_t n : {o.jobs / 8, o.jobs / 4, o.jobs / 2, o.jobs}) {
     if (n == 0) continue;
     if (!run_all(*cluster, synthetic(n, o.seed), "synthetic", &cpu, &wall)) {

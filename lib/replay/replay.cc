@@ -23,7 +23,6 @@
 namespace gpushare::replay {
 namespace {
 
-
 /// A uniform draw in [0, 1) from (seed, job, stream): each job's properties
 /// depend on nothing else, so they do not change with the policy.
 double uniform(std::uint64_t seed, std::uint64_t job, std::uint64_t stream) {

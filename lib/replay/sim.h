@@ -74,9 +74,9 @@ struct Sim {
   /// Per tenant, while it has jobs waiting: seconds, and effective
   /// GPU-seconds received (GPUs * speed), for fairness.
   std::vector<double> backlog_s, backlog_gpu_s;
-  std::vector<double> tenant_gpu_s;      ///< effective GPU-seconds per tenant, whole run
+  std::vector<double> tenant_gpu_s;       ///< effective GPU-seconds per tenant, whole run
   std::vector<std::string> tenant_names;  ///< by tenant index
-  double work_gpu_s = 0;  ///< effective GPU-seconds done, all jobs
+  double work_gpu_s = 0;                  ///< effective GPU-seconds done, all jobs
   std::vector<std::int32_t> running;
   double now = 0;
   /// The next time a policy wants to look again (antman conversions).

@@ -194,7 +194,7 @@ Result<Trace> load_trace(const std::string& path) {
 }
 
 Result<place::Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
-                                   std::uint64_t gpu_mem_bytes) {
+                                          std::uint64_t gpu_mem_bytes) {
   auto lines = lines_of(text);
   std::vector<Column> columns = {{"num_switch"}, {"num_node_p_switch"}, {"num_gpu_p_node"}};
   if (lines.size() != 2) {

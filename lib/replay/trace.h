@@ -49,7 +49,7 @@ Result<Trace> load_trace(const std::string& path);
 /// Reads a Tiresias cluster spec: nodes named s<switch>n<node>, GPUs of
 /// `gpu_mem_bytes` each (the spec gives none).
 Result<place::Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
-                                   std::uint64_t gpu_mem_bytes);
+                                          std::uint64_t gpu_mem_bytes);
 
 /// The file's text, or an Error naming it.
 Result<std::string> read_text_file(const std::string& path);
