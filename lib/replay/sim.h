@@ -111,6 +111,12 @@ struct Sim {
 /// One scheduling pass of the options' policy at `sim.now`.
 void schedule(Sim& sim);
 
+/// antman, for one queued job, as a pass offers it (Algorithm 1 for one
+/// job: production within quota, else a gang reservation; opportunistic on
+/// GPUs under M when over quota or queued too long). True if it started.
+/// For the test that holds the policy against the placer.
+bool offer_antman_once(Sim& sim, std::int32_t j);
+
 /// The metrics of a finished replay (output.cc).
 ReplayMetrics summarise(const Sim& sim, double busy_gpu_s, double frag_gpu_s);
 
