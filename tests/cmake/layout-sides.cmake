@@ -18,3 +18,4 @@ check_includes(lib/interpose "coord/(server|ctl)/" "the interposer must not incl
 check_includes(lib/coord/contract "coord/(server|ctl|job)/" "the contract depends on neither side")
 check_includes(lib/vocab "(common|coord|interpose|simgpu|runner|place|probe|cudaapi)/" "the vocabulary depends on nothing of gpushare")
 check_includes(lib/place "replay/" "placement never depends on trace replay (lib/replay uses lib/place, not the other way)")
+check_includes(lib/replay "place/placer" "the replay decides with Algorithm 1's rules (place/antman_rules.h), never through the Placer")
