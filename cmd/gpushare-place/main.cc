@@ -19,7 +19,7 @@
 #include "place/format.h"
 #include "place/placer.h"
 #include "place/state_writer.h"
-#include "replay.h"
+#include "replay_command.h"
 #include "slurm_state.h"
 
 namespace {

@@ -162,9 +162,7 @@ Placer::State::State(Cluster cluster_in) : cluster(std::move(cluster_in)) {
 
 std::uint64_t Placer::State::production_bytes(std::uint32_t g) const {
   const Gpu& gp = gpu(g);
-  std::uint64_t pinned =
-      gp.mem_used_bytes > ot_mem_bytes[g] ? gp.mem_used_bytes - ot_mem_bytes[g] : 0;
-  return gp.mem_bytes > pinned ? gp.mem_bytes - pinned : 0;
+  return antman::production_memory(gp.mem_bytes, gp.mem_used_bytes, ot_mem_bytes[g]);
 }
 
 std::uint64_t Placer::State::free_bytes(std::uint32_t g) const {
@@ -240,7 +238,7 @@ ClassDecision Placer::State::decide_class(const Job& job, const std::string& ten
   std::uint32_t t = tenant_ids.at(tenant);
   std::int64_t usage = tenant_usage[t];
   std::int64_t quota = cluster.tenants[t].quota_gpus;
-  bool within = usage + job.gpus <= quota;
+  bool within = antman::within_quota(usage, job.gpus, quota);
   // The words cost more than the decision: build them only when someone
   // reads them (a refusal, or --explain).
   auto standing = [&] {
@@ -257,14 +255,17 @@ ClassDecision Placer::State::decide_class(const Job& job, const std::string& ten
       break;
   }
   const auto& threshold = cluster.policy.queue_threshold;
-  if (threshold && job.queued_s && *job.queued_s * 1e9 >= static_cast<double>(threshold->count())) {
+  std::optional<double> threshold_s;
+  if (threshold) threshold_s = std::chrono::duration<double>(*threshold).count();
+  const bool too_long = job.queued_s && antman::queued_too_long(*job.queued_s, threshold_s);
+  if (too_long) {
     if (!explaining) return {kQosOpportunistic, ""};
     std::ostringstream text;
     text << "auto: queued " << *job.queued_s << " s, at least [policy] queue_threshold ("
          << static_cast<double>(threshold->count()) / 1e9 << " s), so opportunistic";
     return {kQosOpportunistic, text.str()};
   }
-  if (!explaining) return {within ? kQosProduction : kQosOpportunistic, ""};
+  if (!explaining) return {antman::auto_class(within, too_long), ""};
   if (within) {
     return {kQosProduction, "auto: within quota (" + standing() + "), so production"};
   }
@@ -430,7 +431,8 @@ Placement Placer::place(const Job& job, bool explain) {
     choice.rule = "refused before looking at GPUs";
   } else if (*decision.job_class == kQosProduction) {
     choice = s.choose_production(job);
-    if (choice.status == PlacementStatus::kReserved && !s.cluster.policy.reserve) {
+    if (choice.status == PlacementStatus::kReserved &&
+        !antman::may_reserve({s.cluster.policy.reserve, false}, false)) {
       choice.reason = "only " + std::to_string(choice.gpus.size()) + " of the " +
                       gpus_word(job.gpus) +
                       " it needs are free of production jobs and reservations, and [policy] "

@@ -60,7 +60,7 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
         reject(g, "production", "runs production job '" + production_job(gp)->id + "'");
       } else if (gp.reservation) {
         reject(g, "reserved", "reserved for job '" + gp.reservation->job + "'");
-      } else if (production_bytes(g) < job.mem_bytes) {
+      } else if (!antman::memory_fits(production_bytes(g), job.mem_bytes)) {
         reject(g, "memory",
                size_text(production_bytes(g)) + " can be given to a production job; it needs " +
                    size_text(job.mem_bytes));
@@ -89,7 +89,7 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
       reject(
           g, "utilisation",
           "utilisation " + number(gp.util) + " is not below util_threshold " + number(threshold));
-    } else if (free_bytes(g) < job.mem_bytes) {
+    } else if (!antman::memory_fits(free_bytes(g), job.mem_bytes)) {
       reject(g, "memory", size_text(free_bytes(g)) + " free; it needs " + size_text(job.mem_bytes));
     } else if (choice.status != PlacementStatus::kPlaced) {
       reject(g, "ranked-lower", "qualifies, but too few GPUs do");

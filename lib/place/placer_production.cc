@@ -11,7 +11,9 @@ namespace gpushare::place {
 std::vector<std::uint32_t> Placer::State::qualifying(const Domain& d, const Job& job) const {
   std::vector<std::uint32_t> out;
   for (std::uint32_t g : d.gpus) {
-    if (production_free(g) && production_bytes(g) >= job.mem_bytes) out.push_back(g);
+    if (production_free(g) && antman::memory_fits(production_bytes(g), job.mem_bytes)) {
+      out.push_back(g);
+    }
   }
   return out;
 }
@@ -135,7 +137,7 @@ Choice Placer::State::reserve_on_one_node(const Job& job) const {
   domains.visit(Level::kNode, Order::kSpread, 1, [&](const Domain& d) {
     if (d.free <= best.size()) return true;  // no later node can do better
     std::vector<std::uint32_t> fit = qualifying(d, job);
-    if (fit.size() > best.size()) best = std::move(fit);
+    if (antman::better_reservation(fit.size(), best.size())) best = std::move(fit);
     return false;
   });
   if (best.empty()) return nothing_qualifies(job);

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "place/antman_rules.h"
 #include "place/cluster.h"
 #include "place/domain_index.h"
 #include "place/load_index.h"
@@ -95,7 +96,7 @@ struct Placer::State {
   std::uint64_t production_bytes(std::uint32_t g) const;
   std::uint64_t free_bytes(std::uint32_t g) const;
   bool takes_opportunistic(std::uint32_t g) const {
-    return gpu(g).util < cluster.policy.util_threshold;
+    return antman::takes_opportunistic(gpu(g).util, cluster.policy.util_threshold);
   }
   LoadKey load_key(std::uint32_t g) const;
   /// Puts the GPU in the opportunistic index, or out of it, as it now is.

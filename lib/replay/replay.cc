@@ -11,21 +11,17 @@
 // moved, O(GPUs) to recompute speeds. There are at most two events per job
 // plus timers, so a replay grows as jobs * (running + window), no worse
 // than n log n for a fixed cluster.
-#include "place/replay.h"
+#include "replay/replay.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
-#include "place/replay_sim.h"
+#include "replay/sim.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 namespace {
-
-using sim::JobState;
-using sim::SimGpu;
-using sim::SimJob;
 
 /// A uniform draw in [0, 1) from (seed, job, stream): each job's properties
 /// depend on nothing else, so they do not change with the policy.
@@ -37,12 +33,12 @@ double uniform(std::uint64_t seed, std::uint64_t job, std::uint64_t stream) {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trace) {
+Status build(Sim& s, const place::Cluster& base, const std::vector<TraceJob>& trace) {
   s.multi_node = base.policy.multi_node;
   std::uint64_t mem = std::numeric_limits<std::uint64_t>::max();
-  for (const Node& node : base.nodes) {
+  for (const place::Node& node : base.nodes) {
     std::vector<std::uint32_t> ids;
-    for (const Gpu& gpu : node.gpus) {
+    for (const place::Gpu& gpu : node.gpus) {
       ids.push_back(static_cast<std::uint32_t>(s.gpus.size()));
       SimGpu g;
       g.node = static_cast<std::uint32_t>(s.node_gpus.size());
@@ -96,7 +92,7 @@ Status build(sim::Sim& s, const Cluster& base, const std::vector<TraceJob>& trac
 }
 
 /// Each running job's speed: 1 alone, else its slowest GPU's share.
-void recompute_rates(sim::Sim& s) {
+void recompute_rates(Sim& s) {
   for (std::int32_t r : s.running) s.jobs[static_cast<std::size_t>(r)].rate = 1.0;
   std::vector<CoRunner> co;
   const bool controlled = s.options.policy == ReplayPolicy::kAntman;
@@ -119,7 +115,7 @@ void recompute_rates(sim::Sim& s) {
 
 /// Free GPUs on nodes with fewer free than `request` (capped at the
 /// node's size): GPUs that cannot serve the median request there.
-std::int64_t fragmented(const sim::Sim& s, int request) {
+std::int64_t fragmented(const Sim& s, int request) {
   std::int64_t frag = 0;
   for (std::size_t n = 0; n < s.node_gpus.size(); ++n) {
     int need = std::min(request, static_cast<int>(s.node_gpus[n].size()));
@@ -151,7 +147,7 @@ struct Clock {
 };
 
 /// Moves time to `next`: work done, GPU-time received, time-weighted sums.
-void advance(sim::Sim& s, Clock& clock, double next) {
+void advance(Sim& s, Clock& clock, double next) {
   double dt = std::max(0.0, next - s.now);
   for (std::int32_t r : s.running) {
     SimJob& job = s.jobs[static_cast<std::size_t>(r)];
@@ -177,7 +173,7 @@ void advance(sim::Sim& s, Clock& clock, double next) {
 }
 
 /// The next completion at current speeds (infinity if none).
-double next_completion(const sim::Sim& s) {
+double next_completion(const Sim& s) {
   double next = std::numeric_limits<double>::infinity();
   for (std::int32_t r : s.running) {
     const SimJob& job = s.jobs[static_cast<std::size_t>(r)];
@@ -187,7 +183,7 @@ double next_completion(const sim::Sim& s) {
 }
 
 /// Takes finished jobs off; true if any.
-bool complete(sim::Sim& s) {
+bool complete(Sim& s) {
   std::vector<std::int32_t> done;
   for (std::int32_t r : s.running) {
     const SimJob& job = s.jobs[static_cast<std::size_t>(r)];
@@ -199,10 +195,10 @@ bool complete(sim::Sim& s) {
 
 }  // namespace
 
-Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& trace,
+Result<ReplayMetrics> replay(const place::Cluster& base, const std::vector<TraceJob>& trace,
                              const ReplayOptions& options) {
   if (Status fits = check_fits(base, trace); !fits) return fits.error();
-  sim::Sim s;
+  Sim s;
   s.options = options;
   if (Status built = build(s, base, trace); !built) return built.error();
   const std::size_t n = s.jobs.size();
@@ -234,17 +230,17 @@ Result<ReplayMetrics> replay(const Cluster& base, const std::vector<TraceJob>& t
     }
     if (changed || s.now >= s.timer) {
       s.timer = kInfinity;
-      sim::schedule(s);
+      schedule(s);
       recompute_rates(s);
       clock.frag = fragmented(s, median);
     }
   }
-  return sim::summarise(s, clock.busy_gpu_s, clock.frag_gpu_s);
+  return summarise(s, clock.busy_gpu_s, clock.frag_gpu_s);
 }
 
-Status check_fits(const Cluster& cluster, const std::vector<TraceJob>& trace) {
+Status check_fits(const place::Cluster& cluster, const std::vector<TraceJob>& trace) {
   std::int64_t total = 0, largest = 0;
-  for (const Node& node : cluster.nodes) {
+  for (const place::Node& node : cluster.nodes) {
     total += static_cast<std::int64_t>(node.gpus.size());
     largest = std::max(largest, static_cast<std::int64_t>(node.gpus.size()));
   }
@@ -284,4 +280,4 @@ std::optional<ReplayPolicy> parse_replay_policy(std::string_view text) {
   return std::nullopt;
 }
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

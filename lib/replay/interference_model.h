@@ -27,7 +27,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 
 struct InterferenceModel {
   /// beta: slowdown per unit of the co-runners' utilisation (plain packing
@@ -63,4 +63,4 @@ double shared_rate(const InterferenceModel& model, Sharing sharing,
 Result<InterferenceModel> parse_interference(std::string_view text, std::string_view source);
 Result<InterferenceModel> load_interference(const std::string& path);
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

@@ -1,6 +1,6 @@
 // gpushare-place replay: a job trace through each policy, one metrics
-// record per policy (lib/place/replay.h has the model).
-#include "replay.h"
+// record per policy (lib/replay/replay.h has the model).
+#include "replay_command.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -10,13 +10,14 @@
 #include "common/exit_status.h"
 #include "common/units.h"
 #include "place/cluster_toml.h"
-#include "place/replay.h"
-#include "place/trace.h"
+#include "replay/replay.h"
+#include "replay/trace.h"
 
 namespace gpushare::place_cmd {
 namespace {
 
 namespace place = gpushare::place;
+namespace replay = gpushare::replay;
 
 bool ends_with(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() &&
@@ -26,9 +27,9 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 /// A TOML cluster, or a Tiresias cluster spec when the name ends in .csv.
 Result<place::Cluster> load_replay_cluster(const std::string& path) {
   if (!ends_with(path, ".csv")) return place::load_cluster(path);
-  Result<std::string> text = place::read_text_file(path);
+  Result<std::string> text = replay::read_text_file(path);
   if (!text) return text.error();
-  return place::parse_cluster_spec(*text, path, 16ull << 30);
+  return replay::parse_cluster_spec(*text, path, 16ull << 30);
 }
 
 void print(const std::string& line) {
@@ -38,8 +39,8 @@ void print(const std::string& line) {
 }
 
 /// The options as the library takes them, or an Error naming the option.
-Result<place::ReplayOptions> replay_options(const ReplayCommand& command) {
-  place::ReplayOptions options;
+Result<replay::ReplayOptions> replay_options(const ReplayCommand& command) {
+  replay::ReplayOptions options;
   options.quota_share = command.quota_share;
   options.job_util = command.job_util;
   options.window = command.window;
@@ -50,7 +51,7 @@ Result<place::ReplayOptions> replay_options(const ReplayCommand& command) {
     options.queue_threshold_s = std::chrono::duration<double>(*threshold).count();
   }
   if (!command.model_file.empty()) {
-    Result<place::InterferenceModel> model = place::load_interference(command.model_file);
+    Result<replay::InterferenceModel> model = replay::load_interference(command.model_file);
     if (!model) return model.error();
     options.model = *model;
   }
@@ -106,7 +107,7 @@ int run_replay(const ReplayCommand& command) {
     diag::error(cluster.error().message);
     return exit_status::kUsage;
   }
-  Result<place::Trace> trace = place::load_trace(command.trace_file);
+  Result<replay::Trace> trace = replay::load_trace(command.trace_file);
   if (!trace) {
     diag::error(trace.error().message);
     return exit_status::kUsage;
@@ -116,39 +117,39 @@ int run_replay(const ReplayCommand& command) {
     diag::warning(command.trace_file + ": " + std::to_string(trace->skipped.size()) +
                   " malformed rows skipped");
   }
-  Result<place::ReplayOptions> options = replay_options(command);
+  Result<replay::ReplayOptions> options = replay_options(command);
   if (!options) {
     diag::error(options.error().message);
     return exit_status::kUsage;
   }
-  if (Status fits = place::check_fits(*cluster, trace->jobs); !fits) {
+  if (Status fits = replay::check_fits(*cluster, trace->jobs); !fits) {
     diag::error(command.cluster_file + ": " + fits.error().message);
     return exit_status::kUsage;
   }
 
   // One run per policy, each from the same idle cluster.
   bool json = command.format == "json";
-  if (command.header && !json) print(place::replay_csv_header());
-  std::vector<place::ReplayPolicy> policies;
+  if (command.header && !json) print(replay::replay_csv_header());
+  std::vector<replay::ReplayPolicy> policies;
   for (const std::string& name : command.policies) {
-    policies.push_back(*place::parse_replay_policy(name));
+    policies.push_back(*replay::parse_replay_policy(name));
   }
-  if (policies.empty()) policies = place::all_replay_policies();
-  std::vector<place::ReplayMetrics> runs;
-  for (place::ReplayPolicy policy : policies) {
+  if (policies.empty()) policies = replay::all_replay_policies();
+  std::vector<replay::ReplayMetrics> runs;
+  for (replay::ReplayPolicy policy : policies) {
     options->policy = policy;
-    Result<place::ReplayMetrics> metrics = place::replay(*cluster, trace->jobs, *options);
+    Result<replay::ReplayMetrics> metrics = replay::replay(*cluster, trace->jobs, *options);
     if (!metrics) {
       diag::error(command.trace_file + ": " + std::string(to_string(policy)) + ": " +
                   metrics.error().message);
       return exit_status::kFailure;
     }
-    print(json ? place::replay_json(*metrics) : place::replay_csv(*metrics));
+    print(json ? replay::replay_json(*metrics) : replay::replay_csv(*metrics));
     if (!command.plot_file.empty()) runs.push_back(std::move(*metrics));
   }
   if (!command.plot_file.empty()) {
     std::ofstream out(command.plot_file, std::ios::binary | std::ios::trunc);
-    out << place::replay_plot_svg(runs);
+    out << replay::replay_plot_svg(runs);
     out.flush();
     if (!out) {
       diag::error(command.plot_file + ": cannot write the plot");

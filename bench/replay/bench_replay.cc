@@ -11,8 +11,6 @@
 // of 4-GPU nodes; GPU counts in Philly's proportions; durations exponential,
 // mean 1 h), every policy each, so the cost per job at each size can be
 // compared: with cost n log n or better it grows at most by log factors.
-#include "place/replay.h"
-
 #include <sys/resource.h>
 
 #include <chrono>
@@ -26,11 +24,13 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "place/cluster_toml.h"
-#include "place/trace.h"
+#include "replay/replay.h"
+#include "replay/trace.h"
 
 namespace {
 
 namespace place = gpushare::place;
+namespace replay = gpushare::replay;
 
 struct Options {
   std::string trace_file, cluster_file;
@@ -49,7 +49,7 @@ double wall_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<place::TraceJob> synthetic(std::size_t n, std::uint64_t seed) {
+std::vector<replay::TraceJob> synthetic(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   // Philly's GPU counts: 93.2% 1, 2.2% 2, 2.3% 4, 2.0% 8, 0.3% 16.
   std::discrete_distribution<int> size({932, 22, 23, 20, 3});
@@ -57,7 +57,7 @@ std::vector<place::TraceJob> synthetic(std::size_t n, std::uint64_t seed) {
   const double mean_gpus = (932 * 1 + 22 * 2 + 23 * 4 + 20 * 8 + 3 * 16) / 1000.0;
   // Offered load 0.9 of 128 GPUs: arrivals per second.
   std::exponential_distribution<double> gap(0.9 * 128 / (mean_gpus * 3600.0));
-  std::vector<place::TraceJob> trace;
+  std::vector<replay::TraceJob> trace;
   double now = 0;
   for (std::size_t i = 0; i < n; ++i) {
     now += gap(random);
@@ -68,15 +68,15 @@ std::vector<place::TraceJob> synthetic(std::size_t n, std::uint64_t seed) {
 }
 
 /// Every policy on the trace; prints a record each and returns CPU seconds.
-bool run_all(const place::Cluster& cluster, const std::vector<place::TraceJob>& trace,
+bool run_all(const place::Cluster& cluster, const std::vector<replay::TraceJob>& trace,
              const std::string& label, double* all_cpu_s, double* all_wall_s) {
   *all_cpu_s = *all_wall_s = 0;
-  for (place::ReplayPolicy policy : place::all_replay_policies()) {
-    place::ReplayOptions options;
+  for (replay::ReplayPolicy policy : replay::all_replay_policies()) {
+    replay::ReplayOptions options;
     options.policy = policy;
     options.queue_threshold_s = 3600;
     double c0 = cpu_s(), w0 = wall_s();
-    auto metrics = place::replay(cluster, trace, options);
+    auto metrics = replay::replay(cluster, trace, options);
     double c = cpu_s() - c0, w = wall_s() - w0;
     if (!metrics) {
       gpushare::diag::error(metrics.error().message);
@@ -102,15 +102,15 @@ bool run_all(const place::Cluster& cluster, const std::vector<place::TraceJob>& 
 int run(const Options& o) {
   double cpu = 0, wall = 0;
   if (!o.trace_file.empty()) {
-    auto trace = place::load_trace(o.trace_file);
+    auto trace = replay::load_trace(o.trace_file);
     if (!trace) {
       gpushare::diag::error(trace.error().message);
       return gpushare::exit_status::kUsage;
     }
     gpushare::Result<place::Cluster> cluster = place::load_cluster(o.cluster_file);
     if (o.cluster_file.size() > 4 && o.cluster_file.substr(o.cluster_file.size() - 4) == ".csv") {
-      auto text = place::read_text_file(o.cluster_file);
-      cluster = text ? place::parse_cluster_spec(*text, o.cluster_file, 16ull << 30)
+      auto text = replay::read_text_file(o.cluster_file);
+      cluster = text ? replay::parse_cluster_spec(*text, o.cluster_file, 16ull << 30)
                      : gpushare::Result<place::Cluster>(text.error());
     }
     if (!cluster) {
@@ -121,8 +121,8 @@ int run(const Options& o) {
                ? gpushare::exit_status::kSuccess
                : gpushare::exit_status::kFailure;
   }
-  auto cluster = place::parse_cluster_spec("num_switch,num_node_p_switch,num_gpu_p_node\n1,32,4\n",
-                                           "n32g4", 16ull << 30);
+  auto cluster = replay::parse_cluster_spec("num_switch,num_node_p_switch,num_gpu_p_node\n1,32,4\n",
+                                            "n32g4", 16ull << 30);
   for (std::size_t n : {o.jobs / 8, o.jobs / 4, o.jobs / 2, o.jobs}) {
     if (n == 0) continue;
     if (!run_all(*cluster, synthetic(n, o.seed), "synthetic", &cpu, &wall)) {

@@ -1,15 +1,17 @@
 // Trace replay: traces read, and each policy on tiny traces worked out by
 // hand. Unless a case says otherwise every job has utilisation 0.6 and the
 // model has no interference and free switches, so the figures are exact.
+#include "replay/replay.h"
+
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
 
 #include "place/cluster_toml.h"
-#include "place/replay.h"
-#include "place/trace.h"
+#include "replay/trace.h"
 
 using namespace gpushare::place;
+using namespace gpushare::replay;
 
 namespace {
 
@@ -389,7 +391,7 @@ TEST_CASE("fairness and tenant shares worked out by hand for two tenants", "[pla
 }
 
 TEST_CASE("a tenant name from the trace cannot break the JSON record", "[place][replay]") {
-  ReplayMetrics m = run(gpus_toml(1, 1), {job("A", 1, 0, 10, "q\"\\\x01\xff")},
-                        plain(ReplayPolicy::kYarnCs));
+  ReplayMetrics m =
+      run(gpus_toml(1, 1), {job("A", 1, 0, 10, "q\"\\\x01\xff")}, plain(ReplayPolicy::kYarnCs));
   CHECK(replay_json(m).find(R"("tenant":"q\"\\\u0001\ufffd")") != std::string::npos);
 }

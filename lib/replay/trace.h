@@ -25,7 +25,7 @@
 #include "common/result.h"
 #include "place/cluster.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 
 struct TraceJob {
   std::string id;
@@ -48,10 +48,10 @@ Result<Trace> load_trace(const std::string& path);
 
 /// Reads a Tiresias cluster spec: nodes named s<switch>n<node>, GPUs of
 /// `gpu_mem_bytes` each (the spec gives none).
-Result<Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
-                                   std::uint64_t gpu_mem_bytes);
+Result<place::Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
+                                          std::uint64_t gpu_mem_bytes);
 
 /// The file's text, or an Error naming it.
 Result<std::string> read_text_file(const std::string& path);
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

@@ -1,5 +1,5 @@
 // The replay's state, shared by its event loop (replay.cc) and its
-// policies (replay_policy.cc); not a public interface.
+// policies (policies.cc); not a public interface.
 //
 // Everything is indexed: jobs by their place in the trace, GPUs by a flat
 // id, nodes by their place in the cluster. A GPU records the jobs on it,
@@ -14,10 +14,10 @@
 #include <functional>
 #include <vector>
 
-#include "place/interference.h"
-#include "place/replay.h"
+#include "replay/interference_model.h"
+#include "replay/replay.h"
 
-namespace gpushare::place::sim {
+namespace gpushare::replay {
 
 enum class JobState : std::uint8_t { kPending, kQueued, kRunning, kDone };
 
@@ -74,9 +74,9 @@ struct Sim {
   /// Per tenant, while it has jobs waiting: seconds, and effective
   /// GPU-seconds received (GPUs * speed), for fairness.
   std::vector<double> backlog_s, backlog_gpu_s;
-  std::vector<double> tenant_gpu_s;      ///< effective GPU-seconds per tenant, whole run
+  std::vector<double> tenant_gpu_s;       ///< effective GPU-seconds per tenant, whole run
   std::vector<std::string> tenant_names;  ///< by tenant index
-  double work_gpu_s = 0;  ///< effective GPU-seconds done, all jobs
+  double work_gpu_s = 0;                  ///< effective GPU-seconds done, all jobs
   std::vector<std::int32_t> running;
   double now = 0;
   /// The next time a policy wants to look again (antman conversions).
@@ -111,7 +111,13 @@ struct Sim {
 /// One scheduling pass of the options' policy at `sim.now`.
 void schedule(Sim& sim);
 
-/// The metrics of a finished replay (replay_output.cc).
+/// antman, for one queued job, as a pass offers it (Algorithm 1 for one
+/// job: production within quota, else a gang reservation; opportunistic on
+/// GPUs under M when over quota or queued too long). True if it started.
+/// For the test that holds the policy against the placer.
+bool offer_antman_once(Sim& sim, std::int32_t j);
+
+/// The metrics of a finished replay (output.cc).
 ReplayMetrics summarise(const Sim& sim, double busy_gpu_s, double frag_gpu_s);
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay

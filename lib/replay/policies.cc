@@ -13,10 +13,16 @@
 #include <limits>
 #include <map>
 
-#include "place/replay_sim.h"
+#include "place/antman_rules.h"
+#include "replay/sim.h"
 
-namespace gpushare::place::sim {
+namespace gpushare::replay {
+namespace antman = place::antman;
 namespace {
+
+/// The replay's reservations: always on, and one reserving job per tenant
+/// at a time (the next waits for its turn rather than split the free GPUs).
+constexpr antman::ReservationRule kReservations{true, true};
 
 bool is_empty(const SimGpu& gpu) { return gpu.jobs.empty() && gpu.reserved_by < 0; }
 
@@ -188,14 +194,20 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, doub
   SimJob& job = sim.jobs[static_cast<std::size_t>(j)];
   auto t = static_cast<std::size_t>(job.tenant);
   const std::optional<double>& threshold = sim.options.queue_threshold_s;
-  bool too_long = threshold && sim.now - job.trace->submit_s >= *threshold;
-  bool within_quota =
-      sim.prod[t] - static_cast<std::int64_t>(job.reserved.size()) + job.gpus <= sim.quota[t];
-  if (within_quota && !too_long) {
+  bool too_long = antman::queued_too_long(sim.now - job.trace->submit_s, threshold);
+  bool within_quota = antman::within_quota(
+      sim.prod[t] - static_cast<std::int64_t>(job.reserved.size()), job.gpus, sim.quota[t]);
+  if (antman::auto_class(within_quota, too_long) == kQosProduction) {
     std::int64_t can = sim.unowned + static_cast<std::int64_t>(job.reserved.size());
     if (can >= job.gpus && (job.reserved.size() > 0 || !prod_memo.fails(job.gpus, 0, 0))) {
-      auto mine = [j](const SimGpu& gpu) {
-        return gpu.owner < 0 && (gpu.reserved_by < 0 || gpu.reserved_by == j);
+      // Free of production jobs and others' reservations, with the memory:
+      // on such a GPU every job is opportunistic, so all its memory can
+      // spill.
+      auto mine = [&](const SimGpu& gpu) {
+        return gpu.owner < 0 && (gpu.reserved_by < 0 || gpu.reserved_by == j) &&
+               antman::memory_fits(
+                   antman::production_memory(sim.gpu_mem_gib, gpu.mem_gib, gpu.mem_gib),
+                   job.mem_gib);
       };
       std::vector<std::uint32_t> on = sim.choose(job.gpus, mine);
       if (!on.empty()) {
@@ -204,7 +216,8 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, doub
       }
       if (job.reserved.empty()) prod_memo.fail(job.gpus, 0, 0);
     }
-    if (job.reserved.empty() && sim.reserver[t] < 0 && sim.unowned > 0) {
+    if (job.reserved.empty() && antman::may_reserve(kReservations, sim.reserver[t] >= 0) &&
+        sim.unowned > 0) {
       // Gang reservation: the unowned GPUs of the node with the most.
       std::vector<std::uint32_t> best;
       for (const auto& node : sim.node_gpus) {
@@ -212,7 +225,7 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, doub
         for (std::uint32_t g : node) {
           if (sim.gpus[g].owner < 0 && sim.gpus[g].reserved_by < 0) here.push_back(g);
         }
-        if (here.size() > best.size()) best = std::move(here);
+        if (antman::better_reservation(here.size(), best.size())) best = std::move(here);
       }
       best.resize(std::min(best.size(), static_cast<std::size_t>(job.gpus)));
       sim.reserve(j, best);
@@ -220,14 +233,16 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, doub
     return false;
   }
   if (!job.reserved.empty()) sim.unreserve(j);
-  if (job.gpus > sim.open || job.mem_gib > open_mem || ot_memo.fails(job.gpus, 0, job.mem_gib)) {
+  if (job.gpus > sim.open || !antman::memory_fits(open_mem, job.mem_gib) ||
+      ot_memo.fails(job.gpus, 0, job.mem_gib)) {
     return false;
   }
   const InterferenceModel& model = sim.options.model;
   std::vector<std::uint32_t> on = sim.choose(
       job.gpus,
       [&](const SimGpu& gpu) {
-        return gpu.util < model.ot_threshold && gpu.mem_gib + job.mem_gib <= sim.gpu_mem_gib;
+        return antman::takes_opportunistic(gpu.util, model.ot_threshold) &&
+               antman::memory_fits(sim.gpu_mem_gib - gpu.mem_gib, job.mem_gib);
       },
       true);
   if (on.empty()) {
@@ -238,6 +253,18 @@ bool offer_antman(Sim& sim, std::int32_t j, Memo& prod_memo, Memo& ot_memo, doub
   ++sim.metrics.ot_jobs;
   sim.metrics.conversions += within_quota && too_long;
   return true;
+}
+
+/// The most memory free on a GPU under M: no opportunistic job needing
+/// more can start.
+double most_open_memory(const Sim& sim) {
+  double most = -1;
+  for (const SimGpu& gpu : sim.gpus) {
+    if (antman::takes_opportunistic(gpu.util, sim.options.model.ot_threshold)) {
+      most = std::max(most, sim.gpu_mem_gib - gpu.mem_gib);
+    }
+  }
+  return most;
 }
 
 /// antman: each tenant's queue (furthest below its quota first) offers its
@@ -258,17 +285,8 @@ void schedule_antman(Sim& sim) {
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return ratio(a) < ratio(b); });
-  // The most memory free on a GPU under M: no opportunistic job needing
-  // more can start (kept up to date after each start).
-  auto most_open_mem = [&] {
-    double most = -1;
-    for (const SimGpu& gpu : sim.gpus) {
-      if (gpu.util < sim.options.model.ot_threshold)
-        most = std::max(most, sim.gpu_mem_gib - gpu.mem_gib);
-    }
-    return most;
-  };
-  double open_mem = most_open_mem();
+  // Kept up to date after each start.
+  double open_mem = most_open_memory(sim);
   for (std::size_t t : order) {
     std::deque<std::int32_t>& queue = sim.queues[t];
     std::size_t offered = 0;
@@ -278,7 +296,7 @@ void schedule_antman(Sim& sim) {
       if (offer_antman(sim, *it, prod_memo, ot_memo, open_mem)) {
         prod_memo.clear();
         ot_memo.clear();
-        open_mem = most_open_mem();
+        open_mem = most_open_memory(sim);
         it = queue.erase(it);
         continue;
       }
@@ -292,15 +310,23 @@ void schedule_antman(Sim& sim) {
   for (std::int32_t r : sim.running) {
     SimJob& job = sim.jobs[static_cast<std::size_t>(r)];
     auto t = static_cast<std::size_t>(job.tenant);
-    if (job.production || sim.prod[t] + job.gpus > sim.quota[t] || sim.reserver[t] >= 0) continue;
-    bool free = std::all_of(job.on.begin(), job.on.end(), [&](std::uint32_t g) {
+    if (job.production) continue;
+    bool unowned = std::all_of(job.on.begin(), job.on.end(), [&](std::uint32_t g) {
       return sim.gpus[g].owner < 0 && sim.gpus[g].reserved_by < 0;
     });
-    if (free) sim.upgrade(r);
+    if (antman::may_upgrade(antman::within_quota(sim.prod[t], job.gpus, sim.quota[t]),
+                            sim.reserver[t] >= 0, unowned)) {
+      sim.upgrade(r);
+    }
   }
 }
 
 }  // namespace
+
+bool offer_antman_once(Sim& sim, std::int32_t j) {
+  Memo prod_memo, ot_memo;
+  return offer_antman(sim, j, prod_memo, ot_memo, most_open_memory(sim));
+}
 
 void schedule(Sim& sim) {
   switch (sim.options.policy) {
@@ -315,4 +341,4 @@ void schedule(Sim& sim) {
   }
 }
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay

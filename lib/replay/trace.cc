@@ -1,4 +1,4 @@
-#include "place/trace.h"
+#include "replay/trace.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace gpushare::place {
+namespace gpushare::replay {
 namespace {
 
 std::vector<std::string_view> split(std::string_view line, char separator) {
@@ -193,8 +193,8 @@ Result<Trace> load_trace(const std::string& path) {
   return parse_trace(*text, path);
 }
 
-Result<Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
-                                   std::uint64_t gpu_mem_bytes) {
+Result<place::Cluster> parse_cluster_spec(std::string_view text, std::string_view source,
+                                          std::uint64_t gpu_mem_bytes) {
   auto lines = lines_of(text);
   std::vector<Column> columns = {{"num_switch"}, {"num_node_p_switch"}, {"num_gpu_p_node"}};
   if (lines.size() != 2) {
@@ -214,12 +214,12 @@ Result<Cluster> parse_cluster_spec(std::string_view text, std::string_view sourc
                          "' must be a whole number from 1 to 100000");
     }
   }
-  Cluster cluster;
+  place::Cluster cluster;
   for (long s = 0; s < counts[0]; ++s) {
     for (long n = 0; n < counts[1]; ++n) {
-      Node node{"s" + std::to_string(s) + "n" + std::to_string(n), {}};
+      place::Node node{"s" + std::to_string(s) + "n" + std::to_string(n), {}};
       for (long g = 0; g < counts[2]; ++g) {
-        Gpu gpu;
+        place::Gpu gpu;
         gpu.index = static_cast<int>(g);
         gpu.mem_bytes = gpu_mem_bytes;
         node.gpus.push_back(gpu);
@@ -230,4 +230,4 @@ Result<Cluster> parse_cluster_spec(std::string_view text, std::string_view sourc
   return cluster;
 }
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

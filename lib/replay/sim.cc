@@ -1,11 +1,13 @@
 // The replay state's bookkeeping: every change to who is on a GPU goes
 // through attach/detach, which keep the counts in step.
-#include "place/replay_sim.h"
+#include "replay/sim.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace gpushare::place::sim {
+#include "place/antman_rules.h"
+
+namespace gpushare::replay {
 
 void Sim::count_empty(std::uint32_t g, int sign) {
   node_empty[gpus[g].node] += sign;
@@ -21,7 +23,8 @@ void Sim::attach(std::int32_t j, std::uint32_t g) {
   }
   gpu.jobs.push_back(j);
   const double m = options.model.ot_threshold;
-  open -= gpu.util < m && gpu.util + job.util >= m;
+  open -= place::antman::takes_opportunistic(gpu.util, m) &&
+          !place::antman::takes_opportunistic(gpu.util + job.util, m);
   gpu.util += job.util;
   gpu.mem_gib += job.mem_gib;
   if (job.production) {
@@ -36,7 +39,8 @@ void Sim::detach(std::int32_t j, std::uint32_t g) {
   gpu.jobs.erase(std::find(gpu.jobs.begin(), gpu.jobs.end(), j));
   const double was = gpu.util, m = options.model.ot_threshold;
   gpu.util = gpu.jobs.empty() ? 0 : gpu.util - job.util;
-  open += was >= m && gpu.util < m;
+  open += !place::antman::takes_opportunistic(was, m) &&
+          place::antman::takes_opportunistic(gpu.util, m);
   gpu.mem_gib = gpu.jobs.empty() ? 0 : gpu.mem_gib - job.mem_gib;
   if (gpu.owner == j) {
     gpu.owner = -1;
@@ -181,4 +185,4 @@ void Sim::move(std::int32_t j, std::uint32_t from, std::uint32_t to) {
   ++metrics.migrations;
 }
 
-}  // namespace gpushare::place::sim
+}  // namespace gpushare::replay

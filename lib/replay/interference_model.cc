@@ -1,12 +1,12 @@
-#include "place/interference.h"
+#include "replay/interference_model.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-#include "place/trace.h"
+#include "replay/trace.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 namespace {
 
 double interference(const InterferenceModel& model, double others_util) {
@@ -104,4 +104,4 @@ Result<InterferenceModel> load_interference(const std::string& path) {
   return parse_interference(*text, path);
 }
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "place/replay_sim.h"
+#include "replay/sim.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 namespace {
 
 std::string fixed(double value, int decimals) {
@@ -52,7 +52,7 @@ double mean(const std::vector<double>& values) {
 
 }  // namespace
 
-ReplayMetrics sim::summarise(const sim::Sim& s, double busy_gpu_s, double frag_gpu_s) {
+ReplayMetrics summarise(const Sim& s, double busy_gpu_s, double frag_gpu_s) {
   ReplayMetrics m = s.metrics;
   m.policy = std::string(to_string(s.options.policy));
   const std::size_t n = s.jobs.size();
@@ -60,7 +60,7 @@ ReplayMetrics sim::summarise(const sim::Sim& s, double busy_gpu_s, double frag_g
   std::vector<double> jct, wait;
   double first = s.jobs.front().trace->submit_s, last = first, work_gpu_s = 0;
   std::int64_t prod_jobs = 0, prod_ok = 0;
-  for (const sim::SimJob& job : s.jobs) {
+  for (const SimJob& job : s.jobs) {
     const double submit = job.trace->submit_s;
     jct.push_back(job.end_s - submit);
     wait.push_back(job.start_s - submit);
@@ -239,4 +239,4 @@ std::string replay_plot_svg(const std::vector<ReplayMetrics>& runs) {
   return svg + "</svg>\n";
 }
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay

@@ -5,10 +5,10 @@
 // - Jobs arrive at their submit times. Each job has a GPU count and a
 //   duration (its run time alone at full speed) from the trace, and a
 //   utilisation, memory and mini-batch time drawn from a seeded
-//   distribution (replay_jobs.h), unless the options fix them.
-// - A policy (replay_policy.cc) decides at each event which queued jobs
+//   distribution (drawn in replay.cc), unless the options fix them.
+// - A policy (policies.cc) decides at each event which queued jobs
 //   start, where, and how they share; the interference model
-//   (interference.h) turns what shares each GPU into each job's speed.
+//   (interference_model.h) turns what shares each GPU into each job's speed.
 // - Policies: exclusive (global FIFO, a window of queued jobs offered in
 //   order, whole GPUs), yarn-cs (per-tenant capacity queues, FIFO within a
 //   queue, whole GPUs), gandiva (whole GPUs while they last, then packing
@@ -25,10 +25,10 @@
 
 #include "common/result.h"
 #include "place/cluster.h"
-#include "place/interference.h"
-#include "place/trace.h"
+#include "replay/interference_model.h"
+#include "replay/trace.h"
 
-namespace gpushare::place {
+namespace gpushare::replay {
 
 enum class ReplayPolicy { kExclusive, kYarnCs, kGandiva, kAntman };
 
@@ -104,13 +104,13 @@ struct ReplayMetrics {
 
 /// An Error naming the first job that asks for more GPUs than the cluster
 /// can give one job (all of them, or one node's when jobs may not span).
-Status check_fits(const Cluster& cluster, const std::vector<TraceJob>& trace);
+Status check_fits(const place::Cluster& cluster, const std::vector<TraceJob>& trace);
 
 /// Replays `trace` on the nodes and GPUs of `cluster` (its jobs,
 /// reservations, utilisation and tenants are not used: the replay starts
 /// from an idle cluster with one tenant per trace tenant). An Error if a
 /// job asks for more GPUs than the cluster can give one job.
-Result<ReplayMetrics> replay(const Cluster& cluster, const std::vector<TraceJob>& trace,
+Result<ReplayMetrics> replay(const place::Cluster& cluster, const std::vector<TraceJob>& trace,
                              const ReplayOptions& options);
 
 std::string replay_csv_header();
@@ -120,4 +120,4 @@ std::string replay_json(const ReplayMetrics& metrics);
 /// An SVG of each policy's JCT CDF (log time axis).
 std::string replay_plot_svg(const std::vector<ReplayMetrics>& runs);
 
-}  // namespace gpushare::place
+}  // namespace gpushare::replay
