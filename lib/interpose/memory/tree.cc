@@ -53,6 +53,9 @@ namespace gpushare::interpose {
 namespace {
 
 using coord::create_tree_file;
+using coord::created_by_this_process;
+using coord::kTreeHasJanitor;
+using coord::kTreeSlots;
 using coord::kTreeDevices;
 using coord::kTreeMagic;
 using coord::kTreeVersion;
