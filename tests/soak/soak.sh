@@ -20,8 +20,10 @@
 # completions, kills (ours, expected), refusals (CUDA_ERROR_OUT_OF_MEMORY:
 # demand above capacity is the point), failures by message, mismatches,
 # hangs, leaks, `ls` latency p50/p99 outside faults, coordinator RSS and
-# descriptors. Exit status: 0 when nothing was lost, leaked, hung or failed
-# unexplained; 1 otherwise (the summary says what); 2 on a usage error.
+# descriptors (and how many `ls` samples saw opportunistic memory on the
+# host: the spills the pressure caused). Exit status: 0 when nothing was
+# lost, leaked, hung or failed unexplained; 1 otherwise (the summary says
+# what); 2 on a usage error.
 # The seed makes the schedule of decisions repeatable (timing still
 # varies: the jobs are real processes).
 #
@@ -133,7 +135,7 @@ spawn_job() {
   local id=$started name="soak-$started"
   started=$((started + 1))
   local class=production run_args=() work_args=()
-  local mem_mib=$((256 * $(rand 1 12)))  # 256 MiB .. 3 GiB
+  local mem_mib=$((256 * $(rand 1 16)))  # 256 MiB .. 4 GiB (with 8 jobs, 21 GiB on average)
   if [ $((RANDOM % 10)) -lt 6 ]; then
     class=opportunistic
     run_args+=(--opportunistic)
@@ -155,7 +157,7 @@ spawn_job() {
       "$workload" "${work_args[@]}" >"$scratch/jobs/$name.out" 2>"$scratch/jobs/$name.err" </dev/null &
     echo $! >"$scratch/jobs/$name.pid"
     status=0
-    wait $! || status=$?
+    { wait $! || status=$?; } 2>/dev/null  # a job we killed needs no notice
     echo "$status" >"$scratch/jobs/$name.status.tmp"
     mv "$scratch/jobs/$name.status.tmp" "$scratch/jobs/$name.status"
   ) &
@@ -283,13 +285,17 @@ release_held() {  # release_held [all]
 }
 
 # ------------------------------------------------------------ samples
-ls_ms=() rss_samples=() fds_samples=()
+ls_ms=() rss_samples=() fds_samples=() spilled_samples=0
 sample_ls() {
   local start end
   start=$(date +%s%N)
   if ctl ls; then
     end=$(date +%s%N)
     ls_ms+=($(((end - start) / 1000000)))
+    # Whether some opportunistic memory is on the host now: spills happen.
+    if jq -se 'map(.mem_host_resident_bytes // 0) | add > 0' "$scratch/ctl.out" >/dev/null 2>&1; then
+      spilled_samples=$((spilled_samples + 1))
+    fi
   fi
 }
 sample_coordinator() {
@@ -446,7 +452,7 @@ jq -cn --argjson ok "$ok" --argjson seed "$seed" --argjson duration "$duration" 
   --argjson leaks "$(printf '%s\n' "${leaks[@]}" | jq -R 'select(. != "")' | jq -s .)" \
   --argjson ctl_errors "$(by_message "${ctl_errors[@]}")" \
   --argjson ls_p50 "$(percentile 50 "${ls_ms[@]}")" --argjson ls_p99 "$(percentile 99 "${ls_ms[@]}")" \
-  --argjson ls_samples "${#ls_ms[@]}" \
+  --argjson ls_samples "${#ls_ms[@]}" --argjson spilled "$spilled_samples" \
   --argjson rss_start "$idle_rss" --argjson rss_end "$end_rss" \
   --argjson rss_max "$(max_of "${rss_samples[@]}")" \
   --argjson fds_start "$idle_fds" --argjson fds_end "$end_fds" \
@@ -457,6 +463,7 @@ jq -cn --argjson ok "$ok" --argjson seed "$seed" --argjson duration "$duration" 
     mismatches: $mismatches, hangs: $hangs, leaks: $leaks, faults: $faults,
     coordinator_restarts: $restarts, coordinator_stops: $stops, ctl_errors: $ctl_errors,
     ls_latency_ms: {p50: $ls_p50, p99: $ls_p99, samples: $ls_samples},
+    ls_samples_with_spilled_memory: $spilled,
     coordinator: {rss_kb_start: $rss_start, rss_kb_end: $rss_end, rss_kb_max: $rss_max,
                   fds_start: $fds_start, fds_end: $fds_end, fds_max: $fds_max}}'
 [ "$ok" = true ]

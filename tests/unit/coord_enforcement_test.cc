@@ -155,9 +155,8 @@ TEST_CASE("a limit lowered below what a job holds makes no violator of it",
   Fixture f;
   std::uint64_t id = (*f.registry.add(job("lowered", 4 * GiB), peer(100)))->job_id;
   Enforcer enforcer = f.make(ViolationAction::kKill);
-  auto& telemetry =
-      const_cast<TelemetryPage&>(f.registry.process(*f.registry.find(id)->processes.begin())
-                                     ->block->telemetry());
+  auto& telemetry = const_cast<TelemetryPage&>(
+      f.registry.process(*f.registry.find(id)->processes.begin())->block->telemetry());
   f.held = {{100, 3 * GiB}};
   telemetry.devices[0].mem_used_bytes.store(3 * GiB);
   enforcer.check(f.registry, 0);

@@ -107,8 +107,8 @@ std::uint64_t Enforcer::allowance(State& state, const JobDeviceView& device,
   std::uint64_t limit = device.mem_limit_bytes;
   auto found = state.allowances.find(device.uuid);
   // First seen: the limit may already have been lowered from the start one.
-  std::uint64_t before = found != state.allowances.end() ? found->second.limit
-                                                          : device.start_limit_bytes;
+  std::uint64_t before =
+      found != state.allowances.end() ? found->second.limit : device.start_limit_bytes;
   Allowance& entry = state.allowances[device.uuid];
   if (found == state.allowances.end() || entry.limit != limit) {
     entry.bytes = limit < before ? std::max(limit, std::min(before, observed)) : limit;

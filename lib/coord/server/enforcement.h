@@ -97,8 +97,7 @@ class Enforcer {
     std::map<std::string, Allowance> allowances;  ///< by device UUID
   };
   /// Updates the job's allowance on a device from this check's view.
-  static std::uint64_t allowance(State& state, const JobDeviceView& device,
-                                 std::uint64_t observed);
+  static std::uint64_t allowance(State& state, const JobDeviceView& device, std::uint64_t observed);
   ViolationAction action_;
   std::unique_ptr<UsageSource> source_;
   Sink warning_;
