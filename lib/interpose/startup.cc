@@ -77,6 +77,7 @@ void start_coordinator_client(int count) {
   g_counters.launches_total = &launches_total;
   g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
   g_counters.before_retire = &suspend_before_retire;
+  g_counters.memory_away = &suspend_memory_away;
   coord::client_start(job, &g_counters);
   say_when_unregistered(settings);
 }

@@ -309,6 +309,26 @@ void* map_new_state(int fd, const char* path, const SimConfig& config, char* err
   return mapping;
 }
 
+// validate_layout() under the state's lock, waited for at most 2 s; false
+// (and `error` left as it was) when the lock cannot be taken.
+bool validate_locked(StateLayout* layout, char* error, std::size_t error_bytes) {
+  timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += 2;
+  int status;
+  do {
+    status = pthread_mutex_clocklock(&layout->mutex, CLOCK_MONOTONIC, &deadline);
+  } while (status == EINTR);
+  if (status == EOWNERDEAD) {
+    pthread_mutex_consistent(&layout->mutex);  // as StateFile::lock() does
+  } else if (status != 0) {
+    return false;
+  }
+  bool valid = validate_layout(layout, error, error_bytes);
+  pthread_mutex_unlock(&layout->mutex);
+  return valid;
+}
+
 // A file that should already be ours: its header, size and layout checked
 // before and after mapping; anything else is refused with what to do.
 void* map_existing_state(int fd, const char* path, off_t size, char* error,
@@ -344,7 +364,12 @@ void* map_existing_state(int fd, const char* path, off_t size, char* error,
     set_error(error, error_bytes, "cannot map %s: %s", path, std::strerror(errno));
     return MAP_FAILED;
   }
-  if (!validate_layout(static_cast<StateLayout*>(mapping), detail, sizeof detail)) {
+  // Checked first without the lock (a file of garbage may hold no usable
+  // lock), then, if that fails, again under it: other processes update the
+  // state under the lock, and a check between two of their writes would
+  // call a sound file corrupt.
+  if (!validate_layout(static_cast<StateLayout*>(mapping), detail, sizeof detail) &&
+      !validate_locked(static_cast<StateLayout*>(mapping), detail, sizeof detail)) {
     set_error(error, error_bytes, "%s: %s; remove it", path, detail);
     munmap(mapping, sizeof(StateLayout));
     return MAP_FAILED;

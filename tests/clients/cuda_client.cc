@@ -29,8 +29,12 @@
 //                                        device (the simulator's gpushare_sim_managed_stats)
 //   mark | elapsed                       record an event on the stream | record another,
 //                                        wait for it, report elapsed_ms since the mark
+//   stream-elapsed                       two events on the stream, cuStreamSynchronize (no
+//                                        event sync), then their elapsed time; reports wall_ms
 //   stream | sync | stream-sync | query  new stream | cuCtxSynchronize | ... | cuStreamQuery
 //                                        (the syncs report wall_ms)
+//   stream:blocking|non-blocking|legacy|per-thread   new stream of those flags, or use
+//                                        the CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handle
 //   stream-priority:P                    new non-blocking stream of priority P; reports
 //                                        the priority it got
 //   kernel:spin|library|text:NAME:US     what launches run: gpushare_spin from a module
@@ -301,8 +305,35 @@ bool run_step(Client& client, const std::vector<std::string>& args, CUresult* re
     if (!first && *result == CUDA_SUCCESS)
       *result = api.cuEventElapsedTime(&elapsed, client.mark, end);
     if (!first) field_raw(client, "elapsed_ms", std::to_string(elapsed));
+  } else if (name == "stream-elapsed") {
+    // What a stream synchronisation alone promises: the events recorded on
+    // the stream before it are complete, so their elapsed time is known.
+    CUevent start = nullptr, end = nullptr;
+    float elapsed = 0;
+    auto begin = std::chrono::steady_clock::now();
+    *result = api.cuEventCreate(&start, CU_EVENT_DEFAULT);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventCreate(&end, CU_EVENT_DEFAULT);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(start, client.stream);
+    if (*result == CUDA_SUCCESS) *result = api.cuEventRecord(end, client.stream);
+    if (*result == CUDA_SUCCESS) *result = api.cuStreamSynchronize(client.stream);
+    field_raw(client, "wall_ms", std::to_string(wall_ms_since(begin)));
+    if (*result == CUDA_SUCCESS) *result = api.cuEventElapsedTime(&elapsed, start, end);
+    field_raw(client, "elapsed_ms", std::to_string(elapsed));
   } else if (name == "stream") {
-    *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
+    if (args.size() > 2) return false;
+    std::string which = args.size() == 2 ? args[1] : "blocking";
+    *result = CUDA_SUCCESS;
+    if (which == "blocking") {
+      *result = api.cuStreamCreate(&client.stream, CU_STREAM_DEFAULT);
+    } else if (which == "non-blocking") {
+      *result = api.cuStreamCreate(&client.stream, CU_STREAM_NON_BLOCKING);
+    } else if (which == "legacy") {
+      client.stream = CU_STREAM_LEGACY;
+    } else if (which == "per-thread") {
+      client.stream = CU_STREAM_PER_THREAD;
+    } else {
+      return false;
+    }
   } else if (name == "stream-priority") {
     long long priority = 0;
     if (args.size() != 2) return false;

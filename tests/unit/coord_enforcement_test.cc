@@ -149,3 +149,55 @@ TEST_CASE("a job's processes are checked together against the job's limit",
   REQUIRE(f.warnings.size() == 1);
   CHECK(f.warnings[0].find("(pid 100, 101, uid 1000)") != std::string::npos);
 }
+
+TEST_CASE("a limit lowered below what a job holds makes no violator of it",
+          "[coord][enforcement]") {
+  Fixture f;
+  std::uint64_t id = (*f.registry.add(job("lowered", 4 * GiB), peer(100)))->job_id;
+  Enforcer enforcer = f.make(ViolationAction::kKill);
+  auto& telemetry = const_cast<TelemetryPage&>(
+      f.registry.process(*f.registry.find(id)->processes.begin())->block->telemetry());
+  f.held = {{100, 3 * GiB}};
+  telemetry.devices[0].mem_used_bytes.store(3 * GiB);
+  enforcer.check(f.registry, 0);
+  SetRequest lower;
+  lower.job = "lowered";
+  lower.mem_limit = "1GiB";
+  std::string reason;
+  Caller owner = peer(100);
+  REQUIRE(f.registry.set(lower, owner, 0, &reason).ok());
+  for (int i = 0; i < 3; ++i) enforcer.check(f.registry, 0);
+  CHECK_FALSE(f.violation_of(enforcer, id));  // it still holds 3 GiB: given, not taken
+  // A spill moves 2 GiB to the host: still reserved, the allowance stays.
+  f.held[100] = 1 * GiB;
+  enforcer.check(f.registry, 0);
+  f.held[100] = 3 * GiB;  // brought back
+  for (int i = 0; i < 2; ++i) enforcer.check(f.registry, 0);
+  CHECK_FALSE(f.violation_of(enforcer, id));
+  // It frees 1 GiB: the allowance follows it down, and growing back past it
+  // is memory obtained past the interposer.
+  f.held[100] = 2 * GiB;
+  telemetry.devices[0].mem_used_bytes.store(2 * GiB);
+  enforcer.check(f.registry, 0);
+  f.held[100] = 3 * GiB;
+  for (int i = 0; i < 2; ++i) enforcer.check(f.registry, 0);
+  auto violation = f.violation_of(enforcer, id);
+  REQUIRE(violation);
+  CHECK(violation->limit_bytes == 1 * GiB);
+  CHECK(f.warnings.size() == 1);
+}
+
+TEST_CASE("a job lowered before its first check may keep only what it held up to its start limit",
+          "[coord][enforcement]") {
+  Fixture f;
+  std::uint64_t id = (*f.registry.add(job("escaped", 1 * GiB), peer(100)))->job_id;
+  SetRequest lower;
+  lower.job = "escaped";
+  lower.mem_limit = "512MiB";
+  std::string reason;
+  REQUIRE(f.registry.set(lower, peer(100), 0, &reason).ok());
+  Enforcer enforcer = f.make(ViolationAction::kWarn);
+  f.held = {{100, 4 * GiB}};  // 4 GiB against a start limit of 1 GiB: escaped
+  for (int i = 0; i < 2; ++i) enforcer.check(f.registry, 0);
+  REQUIRE(f.violation_of(enforcer, id));
+}

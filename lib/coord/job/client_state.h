@@ -63,6 +63,12 @@ struct State {
   std::atomic<bool> atfork_installed;
   pthread_t thread;
   TelemetryPage* telemetry;  // the background thread's only
+  // A dead coordinator's page that still holds launches (its `paused` set)
+  // while the job's memory comes back, and the page of the coordinator
+  // the job registered with meanwhile, published once it is back (null:
+  // none). Written by the background thread only.
+  std::atomic<const LimitsPage*> held_page;
+  const LimitsPage* pending_page;
 };
 
 extern Config g_config;

@@ -20,6 +20,14 @@
 // coordinator refused the registration, so a refusing coordinator is not
 // flooded).
 //
+// A coordinator that goes away while the job's memory is away (a suspend
+// under way, in force or being undone: the launches are held on its page)
+// leaves its page held: launches stay on it while the thread goes on
+// ticking (memory_tick sees no request on a held page, so it brings the
+// memory back), registered or not. A new coordinator is registered with at
+// once, so that it lists the job (resuming) and counts its memory; its page
+// is published, and the held launches woken, once the memory is back.
+//
 // No libstdc++: only libc and pthreads, no allocation, no exceptions.
 #include "coord/job/job_client.h"
 
@@ -184,24 +192,61 @@ void publish(const Registration& registration) {
   g_state.socket_fd.store(registration.fd + 1, std::memory_order_relaxed);
   g_state.last_job_id.store(registration.limits->job_id, std::memory_order_relaxed);
   g_state.registrations.fetch_add(1, std::memory_order_relaxed);
-  g_launch_gate.page.store(registration.limits, std::memory_order_release);
+  bool held = g_state.held_page.load(std::memory_order_relaxed) != nullptr;
+  if (held) {
+    g_state.pending_page = registration.limits;  // release_held_page() publishes it
+  } else {
+    g_launch_gate.page.store(registration.limits, std::memory_order_release);
+  }
   yield_reset_stream();
   yield_publish_own(registration.yield);
-  log_line("registered as job %llu with %s",
-           static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path);
+  log_line("registered as job %llu with %s%s",
+           static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path,
+           held ? "; launches held until the job's memory is back" : "");
+}
+
+// Lets launches held on a dead coordinator's page go once the job's memory
+// is back: onto the new coordinator's page, or unregistered.
+void release_held_page() {
+  const LimitsPage* held = g_state.held_page.load(std::memory_order_relaxed);
+  if (held == nullptr) return;
+  LocalCounters* c = g_config.counters;
+  if (c != nullptr && c->memory_away != nullptr && c->memory_away()) return;
+  g_launch_gate.page.store(g_state.pending_page, std::memory_order_release);
+  g_state.pending_page = nullptr;
+  g_state.held_page.store(nullptr, std::memory_order_relaxed);
+  futex(const_cast<std::atomic<std::uint32_t>*>(&held->paused), FUTEX_WAKE, INT32_MAX, nullptr);
+  log_line("the job's memory is back; held launches go on");
+}
+
+// One tick of the memory work while a page is held (unregistered).
+void tick_held() {
+  LocalCounters* c = g_config.counters;
+  if (c != nullptr && c->memory_tick != nullptr) c->memory_tick();
+  release_held_page();
 }
 
 // Back to the unregistered state, keeping the last limits. Wakes launches
 // paused on the old page: no coordinator is left to resume them.
-void retire(bool close_socket) {
+void retire(bool close_socket, bool stopping) {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
-  // A suspended job's launches stay held on the old page until its memory
-  // is back (the suspend module's hook; this thread does both).
-  if (page != nullptr && g_config.counters != nullptr &&
-      g_config.counters->before_retire != nullptr) {
-    g_config.counters->before_retire();
+  LocalCounters* c = g_config.counters;
+  // A registration whose page was never published goes with its socket.
+  g_state.pending_page = nullptr;
+  bool away = page != nullptr && c != nullptr && c->memory_away != nullptr && c->memory_away();
+  if (away && !stopping) {
+    // Launches stay held on this page while the memory comes back.
+    if (g_state.held_page.load(std::memory_order_relaxed) != page) {
+      keep_page_limits(page);
+      g_state.held_page.store(page, std::memory_order_relaxed);
+      log_line("coordinator went away while the job's memory was away; bringing it back");
+    }
+    page = nullptr;
+  } else if (away && c->before_retire != nullptr) {
+    c->before_retire();  // stopping: nobody will tick again
   }
   if (page != nullptr) {
+    g_state.held_page.store(nullptr, std::memory_order_relaxed);
     keep_page_limits(page);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
@@ -216,11 +261,20 @@ void retire(bool close_socket) {
   if (close_socket && fd >= 0) close(fd);
 }
 
-// Waits up to `ms` for a stop request; true when asked to stop.
+// Waits up to `ms` for a stop request; true when asked to stop. While a
+// page is held, the memory work goes on every tick meanwhile.
 bool wait_for_stop(int ms) {
   pollfd p{g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0};
-  int ready = poll(&p, 1, ms);
-  return ready > 0;
+  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(ms) * 1000000ull;
+  for (;;) {
+    bool held = g_state.held_page.load(std::memory_order_relaxed) != nullptr;
+    if (held) tick_held();
+    int step = remaining_ms(deadline);
+    if (held && step > kTelemetryPeriodMs) step = kTelemetryPeriodMs;
+    int ready = poll(&p, 1, step);
+    if (ready > 0) return true;
+    if (now_ns() >= deadline) return false;
+  }
 }
 
 // Serves a registered connection until it ends. True when asked to stop.
@@ -244,10 +298,23 @@ bool serve(int fd) {
       if (g_config.counters != nullptr && g_config.counters->memory_tick != nullptr) {
         g_config.counters->memory_tick();
       }
+      release_held_page();
       copy_telemetry(g_state.telemetry);
       next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
     }
   }
+}
+
+// Stopping unregistered with a page held: the memory comes back now, and
+// the launches go.
+void stop_holding() {
+  const LimitsPage* held = g_state.held_page.load(std::memory_order_relaxed);
+  if (held == nullptr) return;
+  LocalCounters* c = g_config.counters;
+  if (c != nullptr && c->before_retire != nullptr) c->before_retire();
+  g_launch_gate.page.store(nullptr, std::memory_order_release);
+  g_state.held_page.store(nullptr, std::memory_order_relaxed);
+  futex(const_cast<std::atomic<std::uint32_t>*>(&held->paused), FUTEX_WAKE, INT32_MAX, nullptr);
 }
 
 void* client_thread(void* first_fd) {
@@ -256,7 +323,7 @@ void* client_thread(void* first_fd) {
   for (;;) {
     if (fd >= 0) {
       bool stop = serve(fd);
-      retire(true);
+      retire(true, stop);
       fd = -1;
       if (stop) return nullptr;
       retry_ms = kRetryFirstMs;
@@ -270,7 +337,10 @@ void* client_thread(void* first_fd) {
       continue;
     }
     int wait_ms = outcome == Outcome::kRefused ? kRetryRefusedMs : retry_ms;
-    if (wait_for_stop(wait_ms)) return nullptr;
+    if (wait_for_stop(wait_ms)) {
+      stop_holding();
+      return nullptr;
+    }
     retry_ms = retry_ms * 2 > kRetryMaxMs ? kRetryMaxMs : retry_ms * 2;
   }
 }
@@ -284,6 +354,8 @@ void after_fork_in_child() {
     keep_page_limits(page);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
   }
+  g_state.held_page.store(nullptr, std::memory_order_relaxed);
+  g_state.pending_page = nullptr;
   g_own_yield.store(nullptr, std::memory_order_relaxed);  // the parent's mark, not ours
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
   // either way, and nothing in the child writes to it).
@@ -407,7 +479,7 @@ void client_start(const JobIdentity& job, LocalCounters* counters) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (error != 0) {
     log_line("cannot start the coordinator thread: %s", strerror(error));
-    retire(true);
+    retire(true, true);
     close(wake);
     g_state.wake_fd.store(0);
     g_state.running.store(0);
@@ -450,7 +522,9 @@ std::uint64_t mem_refused_seq(int device) {
 
 bool suspend_requested() {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  return page != nullptr && page->suspend_request.load(std::memory_order_acquire) != 0;
+  // A held page's coordinator is gone: its request is nobody's now.
+  return page != nullptr && page != g_state.held_page.load(std::memory_order_relaxed) &&
+         page->suspend_request.load(std::memory_order_acquire) != 0;
 }
 
 bool paused() {

@@ -103,10 +103,16 @@ struct LocalCounters {
   std::atomic<std::uint64_t> suspend_state;
   std::atomic<std::uint64_t> suspend_blockers;
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];
-  /// When set, called by the client thread when the coordinator goes away,
-  /// before launches paused on its page are woken: a suspended job brings
-  /// its memory back there (nobody is left to resume it).
+  /// When set, called by the client thread when it stops while the job's
+  /// memory is away: brings it back before launches held on the
+  /// coordinator's page are woken.
   void (*before_retire)();
+  /// When set: whether the job's memory is not all where its program left
+  /// it (a suspend under way, in force, or being undone). When the
+  /// coordinator goes away then, launches stay held on its page while
+  /// memory_tick brings the memory back, and the client registers with a
+  /// new coordinator meanwhile (client.cc).
+  bool (*memory_away)();
 };
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the

@@ -150,6 +150,19 @@ CUresult gs_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int f
   GS_REAL(cuMemAllocManaged);
   if (disabled()) return real(dptr, bytesize, flags);
   hold_while_suspended();  // issue 11: no new device memory while suspended
+  // An opportunistic job's own managed memory is what its plain memory is
+  // made of: recorded spillable (counted device- or host-resident), the
+  // spill and a suspend move it by prefetch like the interposer's own. Its
+  // advice starts at its device; the program may change it. Memory attached
+  // to the host only (CU_MEM_ATTACH_HOST) is left as the program asked.
+  if (int device = current_device(); valid_device(device) && dptr != nullptr && bytesize > 0 &&
+                                     flags == CU_MEM_ATTACH_GLOBAL && managed_backing()) {
+    bool on_host = false;
+    return charge_and_allocate(
+        "cuMemAllocManaged", device, bytesize, true, g_runtime.allocations,
+        [&] { return allocate_managed_backed(dptr, bytesize, device, &on_host); },
+        [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
+  }
   return charge_and_allocate(
       "cuMemAllocManaged", current_device(), bytesize, true, g_runtime.allocations,
       [&] { return real(dptr, bytesize, flags); },

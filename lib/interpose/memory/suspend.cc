@@ -266,6 +266,12 @@ void wait_while_suspended_slow() {
   }
 }
 
+bool suspend_memory_away() {
+  std::uint64_t now = state().load(std::memory_order_relaxed);
+  return now == coord::kSuspendSuspended || now == coord::kSuspendResuming ||
+         (now == coord::kSuspendSuspending && g_drained);
+}
+
 void suspend_before_retire() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
   g_drained = false;

@@ -29,15 +29,19 @@
 // job took it) leaves the job resuming, launches held, and tries again
 // every tick.
 //
-// The coordinator going away: launches are held on its page until its
-// memory is back; the client thread resumes the job before it wakes them
-// (suspend_before_retire), retrying until the memory fits. A suspend that
-// was under way when the coordinator died is undone the same way (the same
-// thread does both, so no move is in flight then). A restarted coordinator
-// finds the job running (a suspend's pause is not among the decisions it
-// restores). The job killed mid-suspend: its device memory goes with its
-// process (the driver frees a dead process's memory); its host copies are
-// its own anonymous memory.
+// The coordinator going away while the memory is away (suspend_memory_away):
+// launches stay held on its page (coord/job/client.cc keeps it) while the
+// client thread goes on ticking; with nobody's request on that page, the
+// tick undoes the suspend (a suspend under way stops where it is and what
+// moved comes back, as a withdrawn one does), retrying until the memory
+// fits. The thread registers with a new coordinator meanwhile, at once: it
+// lists the job as resuming and counts its memory, and its page takes over
+// (the held launches go) once the memory is back. A suspend's pause is not
+// among the decisions a new coordinator restores: the job ends up running.
+// Stopping with the memory away, the thread brings it back before it ends
+// (suspend_before_retire). The job killed mid-suspend: its device memory
+// goes with its process (the driver frees a dead process's memory); its
+// host copies are its own anonymous memory.
 //
 // Copies are held too: the 1D copy entry points (cuMemcpy, HtoD, DtoH,
 // DtoD, each synchronous and asynchronous, every per-thread variant) wait
@@ -71,8 +75,12 @@ inline void hold_while_suspended() {
 /// The client thread's tick: suspend or resume on request, else spill.
 void memory_tick();
 
-/// Called by the client thread when the coordinator goes away, before
-/// launches held on its page are woken: brings a suspended job back.
+/// Called by the client thread when it stops with the memory away, before
+/// launches held on the coordinator's page are woken: brings it back.
 void suspend_before_retire();
+
+/// Whether a suspend has moved memory that is not back yet (suspending
+/// after the drain, suspended, resuming). Client thread only.
+bool suspend_memory_away();
 
 }  // namespace gpushare::interpose

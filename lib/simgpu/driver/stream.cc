@@ -146,6 +146,9 @@ CUresult event_record(CUevent event_handle, CUstream handle, bool per_thread) {
   event->mark = later(stream_earliest(stream), Ready{0, now_ns()});
   event->device = stream->ctx->device;
   event->recorded = true;
+  // The record is work on the stream: it waits for what the legacy-stream
+  // rules make it wait for, and a synchronisation of the stream waits for it.
+  stream_push(stream, event->mark);
   return CUDA_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/saturate.h"
@@ -101,6 +102,24 @@ Result<std::unique_ptr<UsageSource>> open_nvml_usage() {
 Enforcer::Enforcer(ViolationAction action, std::unique_ptr<UsageSource> source, Sink warning)
     : action_(action), source_(std::move(source)), warning_(std::move(warning)) {}
 
+std::uint64_t Enforcer::allowance(State& state, const JobDeviceView& device,
+                                  std::uint64_t observed) {
+  std::uint64_t limit = device.mem_limit_bytes;
+  auto found = state.allowances.find(device.uuid);
+  // First seen: the limit may already have been lowered from the start one.
+  std::uint64_t before =
+      found != state.allowances.end() ? found->second.limit : device.start_limit_bytes;
+  Allowance& entry = state.allowances[device.uuid];
+  if (found == state.allowances.end() || entry.limit != limit) {
+    entry.bytes = limit < before ? std::max(limit, std::min(before, observed)) : limit;
+    entry.limit = limit;
+  }
+  // Frees shrink it; a spill (device bytes gone, still reserved) does not.
+  std::uint64_t held = std::max(observed, device.mem_used_bytes);
+  entry.bytes = std::max(limit, std::min(entry.bytes, held));
+  return entry.bytes;
+}
+
 void Enforcer::check(Registry& registry, std::uint64_t now_ns) {
   std::vector<JobView> jobs = registry.list(now_ns);
   // One query per device, shared by the jobs on it.
@@ -129,7 +148,8 @@ void Enforcer::check(Registry& registry, std::uint64_t now_ns) {
         if (held != found->second.end()) observed = saturating_add(observed, held->second);
       }
       std::uint64_t limit = device.mem_limit_bytes;
-      if (observed > limit && observed - limit > violation_tolerance(limit)) {
+      std::uint64_t allowed = allowance(state, device, observed);
+      if (observed > allowed && observed - allowed > violation_tolerance(limit)) {
         over = true;
         state.violation =
             ViolationView{device.uuid, observed, limit, violation_action_name(action_)};
@@ -137,7 +157,8 @@ void Enforcer::check(Registry& registry, std::uint64_t now_ns) {
       }
     }
     if (!over) {
-      state = State{};
+      state.over_checks = 0;
+      state.acted = false;
       continue;
     }
     if (++state.over_checks < 2 || state.acted) continue;

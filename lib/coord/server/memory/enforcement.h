@@ -21,6 +21,17 @@
 // allocations up and count memory the interposer cannot attribute), at two
 // checks in a row (a free may be on its way). The mark goes when the job is
 // back under its limit; the action is taken once per violation.
+//
+// A limit lowered below what a job holds (gpushare-ctl set) destroys
+// nothing: the interposer refuses the job's next allocations until it is
+// back under, but what it held stays. Only memory obtained past the
+// interposer is a violation, so a lowered limit gets an allowance: what the
+// job held when the limit dropped (as seen here, at most the limit before),
+// which then only shrinks, following the job's frees (the larger of what
+// NVML sees and what the job reports it reserves, so a spill to the host
+// does not shrink it), and never below the limit. A job that grows past
+// its allowance got that memory past the interposer. A forged report can
+// keep the allowance where it was, never raise it.
 #pragma once
 
 #include <sys/types.h>
@@ -74,11 +85,19 @@ class Enforcer {
   void annotate(JobView& job) const;
 
  private:
+  /// What a job may hold on one device (see the file comment).
+  struct Allowance {
+    std::uint64_t limit = 0;  ///< the limit when last seen
+    std::uint64_t bytes = 0;  ///< at least limit
+  };
   struct State {
     int over_checks = 0;  ///< consecutive checks over the limit
     bool acted = false;   ///< the action was taken for this violation
     ViolationView violation;
+    std::map<std::string, Allowance> allowances;  ///< by device UUID
   };
+  /// Updates the job's allowance on a device from this check's view.
+  static std::uint64_t allowance(State& state, const JobDeviceView& device, std::uint64_t observed);
   ViolationAction action_;
   std::unique_ptr<UsageSource> source_;
   Sink warning_;
