@@ -72,7 +72,6 @@ void start_coordinator_client(int count) {
     const Device& device = g_runtime.devices[index];
     std::memcpy(job.devices[index].uuid, device.uuid.bytes, 16);
     job.devices[index].mem_total_bytes = device.physical_total;
-    job.devices[index].start_limit_bytes = device.start_limit_bytes;
   }
   g_counters.launches_total = &launches_total;
   g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
@@ -142,6 +141,7 @@ void enumerate_devices() {
     GS_WARN("%d devices visible; limits apply to the first %d", count, kMaxDevices);
     count = kMaxDevices;
   }
+  std::uint64_t start_limits[kMaxDevices];
   for (int index = 0; index < count; ++index) {
     Device& device = rt.devices[index];
     CUdevice handle = 0;
@@ -150,22 +150,25 @@ void enumerate_devices() {
     if (real.real_cuDeviceGetUuid_v2 != nullptr) real.real_cuDeviceGetUuid_v2(&device.uuid, handle);
     if (real.real_cuDeviceTotalMem_v2 != nullptr) real.real_cuDeviceTotalMem_v2(&total, handle);
     device.physical_total = total;
-    device.start_limit_bytes = mem_limit_for(rt.settings, total);
+    start_limits[index] = mem_limit_for(rt.settings, total);
     char uuid[kUuidTextBytes];
     format_uuid(device.uuid, uuid);
-    if (device.start_limit_bytes == kNoLimit) {
+    if (start_limits[index] == kNoLimit) {
       GS_DEBUG("device %d %s: %llu bytes, no limit", index, uuid,
                static_cast<unsigned long long>(total));
     } else {
       GS_DEBUG("device %d %s: %llu bytes, limit %llu bytes", index, uuid,
                static_cast<unsigned long long>(total),
-               static_cast<unsigned long long>(device.start_limit_bytes));
+               static_cast<unsigned long long>(start_limits[index]));
     }
   }
   for (int index = 0; index < count; ++index) {
     rt.devices[index].budget.set_mirror(&g_counters.mem_used_bytes[index]);
   }
-  join_process_tree(count);  // issue 18 (5): one budget for the job's processes
+  join_process_tree(count);  // one budget for the job's processes
+  // The job side owns the limits; they are in place before any hook can see
+  // the devices, so no allocation passes unlimited in between.
+  coord::set_start_limits(start_limits, count);
   rt.device_count.store(count, std::memory_order_release);
   start_coordinator_client(count);
 }

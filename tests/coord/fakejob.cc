@@ -146,8 +146,10 @@ int main(int argc, char** argv) {
     std::memcpy(job.devices[d].uuid, uuid, 16);
     job.devices[d].uuid[15] = static_cast<unsigned char>(uuid[15] + d);
     job.devices[d].mem_total_bytes = mem_total;
-    job.devices[d].start_limit_bytes = requested;
   }
+  std::uint64_t start_limits[kMaxDevices];
+  for (int d = 0; d < devices; ++d) start_limits[d] = requested;
+  coord::set_start_limits(start_limits, devices);
   coord::client_start(job, &g_counters);
   reply(status_json("started"));
 

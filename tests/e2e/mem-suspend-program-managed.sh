@@ -8,7 +8,8 @@
 # only then; resumed, it comes back and the workload's checksums verify it.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
-export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off
+# The sizes below assume a 256 MiB context (the default is the H100's 524 MiB).
+export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 w="$libexec/gpushare-workload"
 s=$scratch
 MiB=1048576

@@ -67,7 +67,8 @@ JobIdentity identity(const std::string& socket, std::uint64_t limit) {
   job.device_count = 1;
   for (int i = 0; i < 16; ++i) job.devices[0].uuid[i] = static_cast<unsigned char>(i);
   job.devices[0].mem_total_bytes = 16 * GiB;
-  job.devices[0].start_limit_bytes = limit;
+  std::uint64_t limits[1] = {limit};
+  gpushare::coord::set_start_limits(limits, 1);
   return job;
 }
 

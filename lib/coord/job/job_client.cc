@@ -427,8 +427,6 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
   for (int i = 0; i < g_config.device_count; ++i) {
     memcpy(g_config.uuids[i], job.devices[i].uuid, 16);
     g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
-    g_config.start_limit_bytes[i] = job.devices[i].start_limit_bytes;
-    set_fallback_limit(i, job.devices[i].start_limit_bytes);
     ComputeView own;
     own.compute_cap_ppm = g_config.compute_cap_ppm;
     set_fallback_compute(i, own);
@@ -440,6 +438,19 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
 }  // namespace client_detail
 
 using namespace client_detail;
+
+void set_start_limits(const std::uint64_t* limits, int count) {
+  for (int i = 0; i < kMaxDevices; ++i) {
+    std::uint64_t limit = i < count ? limits[i] : kNoLimit;
+    g_config.start_limit_bytes[i] = limit;
+    set_fallback_limit(i, limit);
+  }
+}
+
+std::uint64_t start_mem_limit(int device) {
+  if (device < 0 || device >= kMaxDevices) return kNoLimit;
+  return g_config.start_limit_bytes[device];
+}
 
 void client_start(const JobIdentity& job, LocalCounters* counters) {
   int expected = 0;

@@ -39,7 +39,6 @@ namespace gpushare::coord {
 struct DeviceIdentity {
   unsigned char uuid[16];               ///< as cuDeviceGetUuid gives it
   std::uint64_t mem_total_bytes;        ///< physical capacity
-  std::uint64_t start_limit_bytes;  ///< the limit the job starts with; kNoLimit = none
 };
 
 struct JobIdentity {
@@ -123,6 +122,16 @@ struct LaunchGate {
   std::atomic<std::uint32_t> fallback_throttle;
 };
 extern LaunchGate g_launch_gate;
+
+/// The owner of the job's memory limits: the limit each device starts with
+/// (GPUSHARE_MEM_LIMIT, resolved against the device; kNoLimit = none) is
+/// stored here once, before the interposer publishes its devices, and the
+/// limit in force (mem_limit) is the coordinator's while registered, else
+/// the last one it set, else the start limit. `limits` holds `count`
+/// entries, one per device index.
+void set_start_limits(const std::uint64_t* limits, int count);
+/// The limit the job started with on a device (kNoLimit: none or a bad index).
+std::uint64_t start_mem_limit(int device);
 
 /// Registers (bounded: 200 ms at most) and starts the background thread.
 /// Returns quickly, always. The identity is copied; `counters` must outlive

@@ -71,8 +71,6 @@ std::uint64_t current_context() {
   return reinterpret_cast<std::uint64_t>(context);
 }
 
-std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
-
 bool process_device_usage(int device, std::uint64_t* bytes) {
   const RealNvml& nvml = real_nvml();
   if (nvml.running_processes == nullptr || nvml.handle_by_uuid == nullptr || nvml.init == nullptr) {

@@ -58,7 +58,6 @@ struct RealDriver {
 struct Device {
   CUuuid uuid{};
   std::uint64_t physical_total = 0;
-  std::uint64_t start_limit_bytes = kNoLimit;  ///< from GPUSHARE_MEM_LIMIT, or kNoLimit
   DeviceBudget budget;
   int primary_retains = 0;  ///< guarded by Runtime::context_mutex
   std::uint64_t primary_context = 0;
@@ -97,9 +96,10 @@ int current_device();
 /// The calling thread's current context, or 0.
 std::uint64_t current_context();
 
-/// The limit in force on a device: the coordinator's when it set one,
-/// else the job's starting limit. Lock-free loads only.
-std::uint64_t effective_limit(int device);
+/// The limit in force on a device, the one function every hook asks: the
+/// job side owns it (coord::mem_limit: the coordinator's when it set one,
+/// else the job's start limit). Lock-free loads only.
+inline std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
 
 /// The telemetry counters the coordinator client copies into the job's
 /// telemetry page (process-local; relaxed increments).

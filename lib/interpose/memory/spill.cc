@@ -161,7 +161,7 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
 }
 
 std::uint64_t spillable_limit(int device) {
-  std::uint64_t start = g_runtime.devices[device].start_limit_bytes, now = effective_limit(device);
+  std::uint64_t start = coord::start_mem_limit(device), now = effective_limit(device);
   if (start == kNoLimit || now == kNoLimit) return kNoLimit;
   return start > now ? start : now;
 }
