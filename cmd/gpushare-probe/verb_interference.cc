@@ -13,9 +13,6 @@
 // curve may show no iterations), and it falls when the job is slowed or
 // throttled. Where the job's memory curve shows iterations, their rate is
 // reported too. Relative speed = co-located rate / solo rate.
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +34,7 @@
 #include "coord/ctl/ctl_client.h"
 #include "probe.h"
 #include "probe/svg.h"
+#include "runner/coordinator.h"
 
 namespace probe_cmd {
 namespace {
@@ -57,85 +55,6 @@ double round3(double value) { return std::round(value * 1000) / 1000; }
 ordered_json optional_number(const std::optional<double>& value) {
   return value ? ordered_json(round3(*value)) : ordered_json(nullptr);
 }
-
-// The private coordinator: started here, stopped (by its pid) at the end.
-class Coordinator {
- public:
-  ~Coordinator() { stop(); }
-
-  gpushare::Status start() {
-    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-    std::string base = runtime != nullptr && *runtime != '\0' ? runtime : "/tmp";
-    std::string pattern = base + "/gpushare-probe.XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return make_error("cannot create a directory for a private coordinator in " + base + ": " +
-                        std::strerror(errno));
-    }
-    directory_ = pattern;
-    socket_ = directory_ + "/gpushare.sock";
-    std::string ctl = executable_dir() + "/gpushare-ctl";
-    std::string log = directory_ + "/coordinator.log";
-    pid_ = fork();
-    if (pid_ < 0) return make_error(std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      // Its records and messages go to its log, not into the probe's output.
-      int null = open("/dev/null", O_RDWR);
-      if (null >= 0) {
-        dup2(null, STDIN_FILENO);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-      }
-      execl(ctl.c_str(), ctl.c_str(), "--socket", socket_.c_str(), "serve", "--log-file",
-            log.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    double deadline = now_ms() + 5000;
-    while (now_ms() < deadline) {
-      if (gpushare::coord::probe_socket(socket_.c_str()) == gpushare::coord::SocketProbe::kLive) {
-        return {};
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return make_error("the private coordinator (" + ctl + " serve) exited at once");
-      }
-      timespec pause{0, 10 * 1000 * 1000};
-      nanosleep(&pause, nullptr);
-    }
-    return make_error("the private coordinator did not answer on " + socket_ + " within 5 s");
-  }
-
-  void stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      pid_ = -1;
-    }
-    if (!directory_.empty()) {
-      // What serve leaves (its socket, lock, state file, log) lives in
-      // this private directory, made by mkdtemp for it alone.
-      if (DIR* dir = opendir(directory_.c_str()); dir != nullptr) {
-        while (dirent* entry = readdir(dir)) {
-          std::string leaf = entry->d_name;
-          if (leaf != "." && leaf != "..") unlink((directory_ + "/" + leaf).c_str());
-        }
-        closedir(dir);
-      }
-      rmdir(directory_.c_str());
-      directory_.clear();
-    }
-  }
-
-  const std::string& socket() const { return socket_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string directory_;
-  std::string socket_;
-};
 
 // Launch counts per job over a run, from the coordinator's `ls`.
 class LaunchMeter {
@@ -397,8 +316,10 @@ int run_interference(const ProbeOptions& options) {
   // A Ctrl-C stops the runs; the coordinator is stopped and removed.
   install_stop_handlers();
   // One private coordinator for every run, so every run is measured alike.
-  Coordinator coordinator;
-  if (auto started = coordinator.start(); !started) return fail(started.error().message);
+  gpushare::PrivateCoordinator coordinator;
+  if (auto started = coordinator.start(executable_dir() + "/gpushare-ctl", "probe"); !started) {
+    return fail(started.error().message);
+  }
   ctx.socket = coordinator.socket();
 
   bool jsonl = options.format == "jsonl";

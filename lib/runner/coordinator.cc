@@ -1,12 +1,16 @@
 #include "runner/coordinator.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "coord/contract/socket_path.h"
 
@@ -19,11 +23,12 @@ long long now_ms() {
   return static_cast<long long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
 }
 
-// The grandchild: a new session, no terminal, stdio on /dev/null; it
-// outlives gpushare-run (which execs the job) and its shell.
-[[noreturn]] void exec_detached(const std::string& ctl_path, const CoordinatorPlan& plan,
-                                const std::string& idle_grace, const std::string& log_path) {
-  setsid();
+// Runs `ctl_path --socket SOCKET serve ARGS... --log-file LOG` in this
+// (child) process with stdio on /dev/null, so nothing it says reaches the
+// caller's output; its messages go to the log.
+[[noreturn]] void exec_serve(const std::string& ctl_path, const std::string& socket_path,
+                             const std::vector<std::string>& serve_args,
+                             const std::string& log_path) {
   int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
     dup2(null, STDIN_FILENO);
@@ -31,15 +36,34 @@ long long now_ms() {
     dup2(null, STDERR_FILENO);
     if (null > STDERR_FILENO) close(null);
   }
-  const char* argv[] = {ctl_path.c_str(), "--socket",   plan.socket_path.c_str(), "serve",
-                        "--idle-exit",    "--log-file", log_path.c_str(),         nullptr,
-                        nullptr,          nullptr};
-  if (!idle_grace.empty()) {
-    argv[7] = "--idle-grace";
-    argv[8] = idle_grace.c_str();
-  }
-  execv(ctl_path.c_str(), const_cast<char* const*>(argv));
+  std::vector<const char*> argv = {ctl_path.c_str(), "--socket", socket_path.c_str(), "serve"};
+  for (const std::string& arg : serve_args) argv.push_back(arg.c_str());
+  argv.push_back("--log-file");
+  argv.push_back(log_path.c_str());
+  argv.push_back(nullptr);
+  execv(ctl_path.c_str(), const_cast<char* const*>(argv.data()));
   _exit(127);
+}
+
+// Waits, at most `timeout_ms`, until the socket accepts connections (not a
+// fixed time); `child`, when positive, is the coordinator itself, whose
+// early exit ends the wait at once.
+Status wait_until_serving(const std::string& socket_path, int timeout_ms, pid_t child,
+                          const std::string& log_path) {
+  long long deadline = now_ms() + timeout_ms;
+  for (;;) {
+    if (coord::probe_socket(socket_path.c_str()) == coord::SocketProbe::kLive) return {};
+    int status = 0;
+    if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+      return make_error("the coordinator for " + socket_path + " exited at once (see " + log_path +
+                        ")");
+    }
+    if (now_ms() >= deadline) break;
+    timespec pause{0, 10 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+  return make_error("the coordinator started for " + socket_path + " did not answer within " +
+                    std::to_string(timeout_ms) + " ms (see " + log_path + ")");
 }
 
 }  // namespace
@@ -92,30 +116,79 @@ Status start_coordinator(const std::string& ctl_path, const CoordinatorPlan& pla
     return make_error("the coordinator socket path is too long");
   }
   std::string log_path = std::string(directory) + "/coordinator.log";
+  std::vector<std::string> serve_args = {"--idle-exit"};
+  if (!idle_grace.empty()) serve_args.insert(serve_args.end(), {"--idle-grace", idle_grace});
   pid_t child = fork();
   if (child < 0)
     return make_error(std::string("cannot start a coordinator: ") + std::strerror(errno));
   if (child == 0) {
     // Fork again so the coordinator is not our child: gpushare-run execs the
     // job next, and the job should not inherit a child it never waits for.
+    // The grandchild has a session of its own and no terminal: it outlives
+    // gpushare-run and its shell.
     pid_t grandchild = fork();
-    if (grandchild == 0) exec_detached(ctl_path, plan, idle_grace, log_path);
+    if (grandchild == 0) {
+      setsid();
+      exec_serve(ctl_path, plan.socket_path, serve_args, log_path);
+    }
     _exit(grandchild < 0 ? 1 : 0);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  // Wait for the socket to accept connections, not for a fixed time.
-  long long deadline = now_ms() + timeout_ms;
-  for (;;) {
-    if (coord::probe_socket(plan.socket_path.c_str()) == coord::SocketProbe::kLive) return {};
-    if (now_ms() >= deadline) break;
-    timespec pause{0, 10 * 1000 * 1000};
-    nanosleep(&pause, nullptr);
+  auto serving = wait_until_serving(plan.socket_path, timeout_ms, -1, log_path);
+  if (!serving) return make_error(serving.error().message + "; the job enforces its own limits only");
+  return {};
+}
+
+PrivateCoordinator::~PrivateCoordinator() { stop(); }
+
+Status PrivateCoordinator::start(const std::string& ctl_path, const std::string& purpose) {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  std::string base = runtime != nullptr && *runtime != '\0' ? runtime : "/tmp";
+  std::string pattern = base + "/gpushare-" + purpose + ".XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return make_error("cannot create a directory for a private coordinator in " + base + ": " +
+                      std::strerror(errno));
   }
-  return make_error("the coordinator started for " + plan.socket_path + " did not answer within " +
-                    std::to_string(timeout_ms) + " ms (see " + log_path +
-                    "); the job enforces its own limits only");
+  directory_ = pattern;
+  socket_ = directory_ + "/gpushare.sock";
+  std::string log_path = directory_ + "/coordinator.log";
+  pid_ = fork();
+  if (pid_ < 0) return make_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ == 0) {
+    setpgid(0, 0);  // a terminal's ^C reaches the caller, which stops it
+    exec_serve(ctl_path, socket_, {}, log_path);
+  }
+  auto serving = wait_until_serving(socket_, 5000, pid_, log_path);
+  if (!serving) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != 0) pid_ = -1;  // gone already
+  }
+  return serving;
+}
+
+void PrivateCoordinator::stop() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  if (!directory_.empty()) {
+    // What serve leaves (its socket, lock, state file, log) lives in this
+    // private directory, made by mkdtemp for it alone.
+    if (DIR* dir = opendir(directory_.c_str()); dir != nullptr) {
+      while (dirent* entry = readdir(dir)) {
+        std::string leaf = entry->d_name;
+        if (leaf != "." && leaf != "..") unlink((directory_ + "/" + leaf).c_str());
+      }
+      closedir(dir);
+    }
+    rmdir(directory_.c_str());
+    directory_.clear();
+  }
 }
 
 }  // namespace gpushare
