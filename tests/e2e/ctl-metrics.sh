@@ -52,6 +52,13 @@ awk '/^# TYPE / {seen[$3]=1; next} /^#/ {next}
      {name=$1; sub(/\{.*/, "", name); if (!seen[name]) {print "no TYPE before " name; bad=1}}
      END {exit bad}' "$scratch/metrics.txt" || fail "a sample came before its family's TYPE line"
 
+# Every metric the Grafana dashboard queries exists.
+grep -o 'gpushare_[a-z_]*' "$GPUSHARE_SOURCE_DIR/contrib/grafana/gpushare.json" | sort -u |
+  while read -r name; do
+    grep -q "^# TYPE $name " "$scratch/metrics.txt" || fail "the dashboard queries $name, which is not a metric"
+  done
+jq -e '.panels | length > 0' "$GPUSHARE_SOURCE_DIR/contrib/grafana/gpushare.json" >/dev/null
+
 # The endpoint serves the same families (values such as speeds move).
 status=$(http_get "http://$address/metrics" "$scratch/scraped.txt")
 [ "$status" = 200 ] || fail "GET /metrics answered $status"
