@@ -18,7 +18,7 @@
 #include "coord/ctl/properties.h"
 #include "coord/server/metrics_text.h"
 #include "ctl.h"
-#include "table.h"
+#include "coord/ctl/table.h"
 
 namespace gpushare::ctl {
 namespace {
