@@ -202,7 +202,8 @@ struct PlacementTimes {
 // The q-quantile (0..1) of `values`, which it reorders.
 double quantile(std::vector<float>& values, double q) {
   if (values.empty()) return 0;
-  auto at = values.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(values.size() - 1));
+  auto at =
+      values.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(values.size() - 1));
   std::nth_element(values.begin(), at, values.end());
   return *at;
 }
@@ -221,7 +222,8 @@ PlacementTimes time_placement(place::Placer* placer, const std::vector<place::Jo
     if (i == jobs.size() - tenth) last_start = before;
     place::Placement placement = placer->place(jobs[i]);
     auto after = Clock::now();
-    each_ns[i] = static_cast<float>(std::chrono::duration<double, std::nano>(after - before).count());
+    each_ns[i] =
+        static_cast<float>(std::chrono::duration<double, std::nano>(after - before).count());
     before = after;
     ++times.counts[static_cast<int>(placement.status)];
     if (i + 1 == tenth) first_tenth = after - start;

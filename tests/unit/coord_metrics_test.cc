@@ -47,9 +47,11 @@ TEST_CASE("a job's samples carry its labels and units", "[coord][metrics]") {
   std::string text = text_of(a_job());
   const std::string labels = R"({job_id="7",job_name="train",uid="1000",gpu_uuid="GPU-aa"})";
   CHECK_THAT(text, Catch::Contains("gpushare_job_memory_used_bytes" + labels + " 3221225472\n"));
-  CHECK_THAT(text, Catch::Contains("gpushare_job_memory_host_resident_bytes" + labels + " 1048576\n"));
+  CHECK_THAT(text,
+             Catch::Contains("gpushare_job_memory_host_resident_bytes" + labels + " 1048576\n"));
   CHECK_THAT(text, Catch::Contains("# TYPE gpushare_job_launches_total counter\n"
-                                   "gpushare_job_launches_total" + labels + " 1234\n"));
+                                   "gpushare_job_launches_total" +
+                                   labels + " 1234\n"));
   CHECK_THAT(text,
              Catch::Contains("gpushare_job_speed_iterations_per_second" + labels + " 12.5\n"));
   CHECK_THAT(text, Catch::Contains("gpushare_job_gpu_share_ratio" + labels + " 0.375\n"));

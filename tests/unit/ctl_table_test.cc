@@ -21,18 +21,24 @@ std::vector<std::string> words(const std::string& table, int line) {
 }
 
 ordered_json job(const char* unit, double slowdown_pct) {
-  return ordered_json{{"kind", "job"},           {"id", 1},
-                      {"name", "train"},         {"pid", 10},
-                      {"uid", 0},                {"qos", "production"},
+  return ordered_json{{"kind", "job"},
+                      {"id", 1},
+                      {"name", "train"},
+                      {"pid", 10},
+                      {"uid", 0},
+                      {"qos", "production"},
                       {"device", "GPU-00010203-0405"},
                       {"mem_used_bytes", 1u << 30},
                       {"mem_limit_bytes", nullptr},
-                      {"launches", 800},         {"state", "running"},
-                      {"speed_per_s", 82.952},   {"speed_unit", unit},
+                      {"launches", 800},
+                      {"state", "running"},
+                      {"speed_per_s", 82.952},
+                      {"speed_unit", unit},
                       {"solo_speed_per_s", 32.001},
                       {"slowdown_pct", slowdown_pct},
                       {"launch_budget_per_s", 500},
-                      {"max_queued", 2},         {"gpu_share_pct", 37.5},
+                      {"max_queued", 2},
+                      {"gpu_share_pct", 37.5},
                       {"gpu_share_limit_pct", nullptr},
                       {"compute_cap_pct", nullptr}};
 }

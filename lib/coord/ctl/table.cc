@@ -99,14 +99,13 @@ std::string job_table(const std::vector<ordered_json>& records) {
                             "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
-    rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
-                    short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
-                    bytes(r, "mem_limit_bytes"), text(r, "launches"), speed(r, "speed_per_s"),
-                    speed(r, "solo_speed_per_s"), slowdown(r),
-                    with_unit(r, "launch_budget_per_s", " launches/s"),
-                    with_unit(r, "max_queued", " kernels"), percent(r, "gpu_share_pct"),
-                    percent(r, "gpu_share_limit_pct", "none"),
-                    percent(r, "compute_cap_pct", "none"), state(r)});
+    rows.push_back(
+        {text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
+         short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"), bytes(r, "mem_limit_bytes"),
+         text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
+         with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
+         percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
+         percent(r, "compute_cap_pct", "none"), state(r)});
   }
   return render(rows);
 }

@@ -234,8 +234,8 @@ struct MetricsEndpoint::Impl {
 
   void write_some(std::uint64_t key, Connection& c) {
     while (c.sent < c.out.size()) {
-      ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n =
+          send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.sent += static_cast<std::size_t>(n);
         continue;
@@ -262,10 +262,10 @@ struct MetricsEndpoint::Impl {
     if (end != std::string::npos && end <= limits.max_request_bytes) {
       start_answer(key, c, answer(c.in.substr(0, end)));
     } else if (c.in.size() > limits.max_request_bytes) {
-      start_answer(key, c,
-                   plain("431 Request Header Fields Too Large",
-                         "request longer than " + std::to_string(limits.max_request_bytes) +
-                             " bytes"));
+      start_answer(
+          key, c,
+          plain("431 Request Header Fields Too Large",
+                "request longer than " + std::to_string(limits.max_request_bytes) + " bytes"));
     }
   }
 
@@ -286,8 +286,8 @@ MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(i
 MetricsEndpoint::~MetricsEndpoint() = default;
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::open(const std::string& address,
-                                                              MetricsLimits limits,
-                                                              Render render) {
+                                                               MetricsLimits limits,
+                                                               Render render) {
   Result<addrinfo*> found = resolve(address);
   if (!found) return found.error();
   auto impl = std::make_unique<Impl>();

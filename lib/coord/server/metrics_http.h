@@ -46,7 +46,7 @@ class MetricsEndpoint {
 
   /// Binds and listens on `address` (check_listen_address's form).
   static Result<std::unique_ptr<MetricsEndpoint>> open(const std::string& address,
-                                                      MetricsLimits limits, Render render);
+                                                       MetricsLimits limits, Render render);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

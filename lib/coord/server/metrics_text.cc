@@ -113,8 +113,7 @@ Labels with(Labels labels, const char* name, std::string value) {
 }
 
 const char* const kClasses[] = {"production", "opportunistic"};
-const char* const kStates[] = {"running",   "paused",    "stale",
-                               "suspending", "suspended", "resuming"};
+const char* const kStates[] = {"running", "paused", "stale", "suspending", "suspended", "resuming"};
 
 void device_families(Writer& w, const Records& records) {
   struct DeviceGauge {
@@ -136,7 +135,8 @@ void device_families(Writer& w, const Records& records) {
   for (const DeviceGauge& gauge : gauges) {
     w.family(gauge.family);
     for (const ordered_json& r : records) {
-      if (is_kind(r, "device")) w.sample({{"gpu_uuid", string_field(r, "uuid")}}, field(r, gauge.key));
+      if (is_kind(r, "device"))
+        w.sample({{"gpu_uuid", string_field(r, "uuid")}}, field(r, gauge.key));
     }
   }
   w.family({"gpushare_device_jobs", "gauge", "Jobs registered on the GPU, by class."});
@@ -202,8 +202,7 @@ void job_compute_families(Writer& w, const Records& records) {
   w.family({"gpushare_job_info", "gauge",
             "Always 1: the job's class and first process (pid) as labels."});
   each_job([&](const ordered_json& r, const Labels& labels) {
-    w.sample(with(with(labels, "class", string_field(r, "qos")), "pid", string_field(r, "pid")),
-             1);
+    w.sample(with(with(labels, "class", string_field(r, "qos")), "pid", string_field(r, "pid")), 1);
   });
   w.family({"gpushare_job_state", "gauge",
             "1 for the state the job is in (running, paused, stale, suspending, suspended, "
