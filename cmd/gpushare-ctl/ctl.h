@@ -28,6 +28,7 @@ struct CtlOptions {
   std::string idle_grace = "60s";
   std::string on_violation = "warn";  ///< warn | pause | kill
   std::string compute_policy = "gpushare";
+  std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
 };
 
 int serve(const CtlOptions& options);
@@ -37,6 +38,8 @@ int node(const CtlOptions& options);
 int set(const CtlOptions& options);
 int pause(const CtlOptions& options, bool pause);
 int watch(const CtlOptions& options);
+/// The node's state in Prometheus' text format (lib/coord/contract/metrics_text.h).
+int metrics(const CtlOptions& options);
 /// Issue 11: suspend frees a job's device memory; resume brings it back
 /// (and lets a paused job run). Both wait for the move unless --no-wait.
 int suspend(const CtlOptions& options);

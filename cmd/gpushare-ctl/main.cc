@@ -2,7 +2,7 @@
 //
 // main() parses into CtlOptions and hands the verb to its function: serve
 // (serve.cc) runs the coordinator; ls, show, node, set, pause, resume,
-// suspend and watch (verbs.cc) send one request each and print JSON Lines or a table.
+// suspend, watch and metrics (verbs.cc) send one request each and print JSON Lines or a table.
 //
 // Exit status: 0 success; 1 failure at run time (no coordinator, unknown
 // job, refused request); 2 usage error.
@@ -28,6 +28,7 @@ int run(const ctl::CtlOptions& options) {
   if (verb == "resume") return ctl::resume(options);  // a paused or a suspended job
   if (verb == "suspend") return ctl::suspend(options);
   if (verb == "watch") return ctl::watch(options);
+  if (verb == "metrics") return ctl::metrics(options);
   gpushare::diag::error("unknown verb '" + verb + "'");
   return gpushare::exit_status::kUsage;
 }
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
                    "Compute sharing: gpushare, tgs or none")
       ->check(CLI::IsMember({"gpushare", "tgs", "none"}))
       ->capture_default_str();
+  serve->add_option("--metrics-listen", options.metrics_listen,
+                    "Serve Prometheus metrics at http://ADDR:PORT/metrics (default: off)");
 
   add_format(app.add_subcommand("ls", "List jobs"));
   CLI::App* show = app.add_subcommand("show", "Show one job");
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   watch->add_option("--count", options.count, "Stop after N samples (0: until interrupted)")
       ->capture_default_str();
   add_format(watch);
+  app.add_subcommand("metrics", "Print the node's state as Prometheus metrics");
 
   // Global options (--socket, --timeout) are taken after the verb too
   // ("gpushare-ctl serve --socket PATH"), as people write them both ways.

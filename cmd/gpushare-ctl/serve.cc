@@ -3,6 +3,7 @@
 //
 // Once listening it prints one record on stdout,
 //   {"kind":"coordinator","version":1,"socket":"...","pid":N}
+// (with "metrics_address":"HOST:PORT" when --metrics-listen is given)
 // so that whoever started it (gpushare-run, a test, a unit file) can wait
 // for that line instead of polling the socket.
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include "common/jsonl.h"
 #include "common/units.h"
 #include "coord/server/listener.h"
+#include "coord/server/metrics_http.h"
 #include "coord/server/server.h"
 #include "ctl.h"
 
@@ -125,6 +127,12 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::ServerOpt
   server.violation_action = *action;
   server.idle_exit = options.idle_exit;
   server.compute_policy = *coord::parse_compute_policy(options.compute_policy);  // checked by main
+  if (!options.metrics_listen.empty()) {
+    if (Status valid = coord::check_listen_address(options.metrics_listen); !valid) {
+      return Refusal{"--metrics-listen: " + valid.error().message, exit_status::kUsage};
+    }
+    server.metrics_listen = options.metrics_listen;
+  }
   server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
   return std::nullopt;
@@ -152,9 +160,10 @@ std::optional<Refusal> prepare_directory_and_log(const CtlOptions& options,
 }
 
 // The one stdout record: whoever started us waits for it.
-void announce(const std::string& path) {
+void announce(const std::string& path, const std::string& metrics_address) {
   diag::note(stamped("coordinator " + std::to_string(getpid()) + " listening on " + path));
   nlohmann::ordered_json ready = {{"socket", path}, {"pid", getpid()}};
+  if (!metrics_address.empty()) ready["metrics_address"] = metrics_address;
   JsonLinesWriter(std::cout).write("coordinator", 1, ready);
 }
 
@@ -195,7 +204,7 @@ int serve(const CtlOptions& options) {
 
   Result<std::unique_ptr<coord::Server>> coordinator = coord::Server::open(std::move(server));
   if (!coordinator) return refuse({coordinator.error().message});
-  announce((*coordinator)->socket_path());
+  announce((*coordinator)->socket_path(), (*coordinator)->metrics_address());
 
   Result<coord::StopReason> stopped = (*coordinator)->run();
   if (!stopped) return refuse({stopped.error().message});

@@ -16,8 +16,9 @@
 #include "coord/contract/socket_path.h"
 #include "coord/ctl/ctl_client.h"
 #include "coord/ctl/set_properties.h"
+#include "coord/contract/metrics_text.h"
 #include "ctl.h"
-#include "table.h"
+#include "coord/ctl/table.h"
 
 namespace gpushare::ctl {
 namespace {
@@ -215,6 +216,27 @@ int suspend(const CtlOptions& options) {
 
 int resume(const CtlOptions& options) {
   return move_and_wait(options, coord::PauseRequest{options.job, false}, "resuming");
+}
+
+int metrics(const CtlOptions& options) {
+  if (!check_timeout(options)) return exit_status::kUsage;
+  Result<coord::CtlConnection> connection = connect(options);
+  if (!connection) {
+    diag::error(connection.error().message);
+    return exit_status::kFailure;
+  }
+  Records records;
+  for (const coord::Request& request : {coord::Request(coord::ListRequest{}),
+                                        coord::Request(coord::NodeRequest{})}) {
+    Result<Records> part = connection->request(request, timeout_of(options));
+    if (!part) {
+      diag::error(part.error().message);
+      return exit_status::kFailure;
+    }
+    records.insert(records.end(), part->begin(), part->end());
+  }
+  std::cout << coord::prometheus_text(records) << std::flush;
+  return std::cout ? exit_status::kSuccess : exit_status::kFailure;
 }
 
 int watch(const CtlOptions& options) {

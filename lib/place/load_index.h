@@ -15,6 +15,13 @@
 // down: go left if the left subtree has such a GPU, else take this node if
 // it fits, else go right. A GPU whose load or free memory changes is erased
 // and reinserted, also O(log G).
+//
+// Most jobs use the policy's gpu_order, so the tree of the other order is
+// built only when a job first asks for it (from the keys kept per GPU), and
+// kept up to date from then on: until then each change costs one tree, not
+// two. A search that takes the first GPU it finds (every one-GPU job) does
+// not take it out of the tree; only the GPUs it passes over are taken out
+// and put back.
 #pragma once
 
 #include <cstdint>
@@ -116,21 +123,20 @@ class LoadIndex {
   /// Inserts the GPU, or replaces its key.
   void set(const LoadKey& key) {
     remove(key.gpu);
-    spread_.insert(key);
-    binpack_.insert(key);
+    if (built_[0]) spread_.insert(key);
+    if (built_[1]) binpack_.insert(key);
     current_[key.gpu] = key;
   }
 
   /// Takes the GPU out (it no longer takes opportunistic jobs).
   void remove(std::uint32_t gpu) {
     if (!current_[gpu]) return;
-    spread_.erase(*current_[gpu]);
-    binpack_.erase(*current_[gpu]);
+    if (built_[0]) spread_.erase(*current_[gpu]);
+    if (built_[1]) binpack_.erase(*current_[gpu]);
     current_[gpu].reset();
   }
 
   bool contains(std::uint32_t gpu) const { return current_[gpu].has_value(); }
-  std::size_t size() const { return spread_.size(); }
 
   /// Calls visit(gpu) for each GPU with at least `need` bytes free, in
   /// `order`, until it returns true. Each step costs O(log G): found GPUs
@@ -138,27 +144,38 @@ class LoadIndex {
   template <class Visit>
   void visit_fits(Order order, std::uint64_t need, Visit&& visit) {
     if (order == Order::kSpread) {
+      if (!built_[0]) build(spread_, 0);
       visit_in(spread_, need, visit);
     } else {
+      if (!built_[1]) build(binpack_, 1);
       visit_in(binpack_, need, visit);
     }
   }
 
  private:
+  template <class Tree>
+  void build(Tree& tree, int which) {
+    for (const std::optional<LoadKey>& key : current_) {
+      if (key) tree.insert(*key);
+    }
+    built_[which] = true;
+  }
+
   template <class Tree, class Visit>
   static void visit_in(Tree& tree, std::uint64_t need, Visit& visit) {
-    std::vector<LoadKey> seen;
+    std::vector<LoadKey> passed;
     while (const LoadKey* key = tree.first_fit(need)) {
       LoadKey found = *key;
-      seen.push_back(found);
+      if (visit(found.gpu)) break;  // the last one stays in the tree
+      passed.push_back(found);
       tree.erase(found);
-      if (visit(found.gpu)) break;
     }
-    for (const LoadKey& key : seen) tree.insert(key);
+    for (const LoadKey& key : passed) tree.insert(key);
   }
 
   LoadTree<SpreadFirst> spread_;
   LoadTree<BinpackFirst> binpack_;
+  bool built_[2] = {false, false};  ///< spread_, binpack_
   std::vector<std::optional<LoadKey>> current_;
 };
 

@@ -298,15 +298,20 @@ Choice Placer::State::choose_opportunistic(const Job& job) {
       return true;
     });
   }
-  std::ostringstream threshold;
-  threshold << cluster.policy.util_threshold;
+  // Words only for a refusal or an explanation: a stream costs more than
+  // the search.
+  auto threshold_text = [&] {
+    std::ostringstream threshold;
+    threshold << cluster.policy.util_threshold;
+    return threshold.str();
+  };
   if (found.size() < need) {
     bool one_node = !cluster.policy.multi_node && need > 1 && candidates >= need;
     choice.reason =
         (candidates == 0   ? std::string("no GPU has")
          : candidates == 1 ? std::string("only 1 GPU has")
                            : "only " + gpus_word(static_cast<std::int64_t>(candidates)) + " have") +
-        " utilisation below " + threshold.str() + " and " + size_text(job.mem_bytes) + " free" +
+        " utilisation below " + threshold_text() + " and " + size_text(job.mem_bytes) + " free" +
         (one_node ? ", and no node has " + std::to_string(need) : "");
     choice.rule = choice.reason;
     return choice;
@@ -314,7 +319,7 @@ Choice Placer::State::choose_opportunistic(const Job& job) {
   choice.status = PlacementStatus::kPlaced;
   choice.gpus = std::move(found);
   if (!explaining) return choice;
-  choice.rule = "GPUs with utilisation below " + threshold.str() + " and " +
+  choice.rule = "GPUs with utilisation below " + threshold_text() + " and " +
                 size_text(job.mem_bytes) + " free, " + order_rule(gpu_order, false);
   return choice;
 }

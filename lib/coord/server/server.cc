@@ -155,6 +155,7 @@ Status Server::Impl::setup() {
   itimerspec ticking{tick, tick};
   timerfd_settime(compute_fd, 0, &ticking, nullptr);
   if (Status ok = watch(compute_fd, kTagCompute, EPOLLIN); !ok) return ok;
+  if (Status ok = start_metrics(); !ok) return ok;
   spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   if (accept_pause_fd < 0) return os_error("timerfd_create");
@@ -467,6 +468,9 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
 const std::string& Server::socket_path() const { return impl_->listener.path(); }
 std::size_t Server::job_count() const { return impl_->registry.size(); }
 std::size_t Server::max_connections() const { return impl_->options.max_connections; }
+std::string Server::metrics_address() const {
+  return impl_->metrics ? impl_->metrics->address() : std::string();
+}
 std::size_t Server::queued_bytes() const { return impl_->queued_total; }
 
 Result<StopReason> Server::run() {
@@ -495,6 +499,8 @@ Result<StopReason> Server::run() {
         s.compute.tick(s.registry, now_ns());
         memory_tick(s.registry);  // issue 11: opportunistic device residency
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
+      } else if (tag == kTagMetrics) {
+        s.metrics->on_ready();
       } else if (tag == kTagIdle) {
         std::uint64_t expirations;
         ssize_t ignored = read(s.idle_fd, &expirations, sizeof expirations);

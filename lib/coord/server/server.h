@@ -70,6 +70,9 @@ struct ServerOptions {
   /// The compute loop's policy (compute_control.h), ticking every
   /// kComputeTickNs on the event loop.
   ComputePolicy compute_policy = ComputePolicy::kGpushare;
+  /// Serve the node's metrics over HTTP at /metrics on this "HOST:PORT"
+  /// (metrics_http.h); empty: not at all.
+  std::string metrics_listen;
   /// Log sinks, one line each, no newline. Unset: silent.
   std::function<void(const std::string&)> note;
   std::function<void(const std::string&)> warning;
@@ -91,6 +94,8 @@ class Server {
   /// The connection limit in force (ServerOptions::max_connections, lowered
   /// to fit the descriptor limit).
   std::size_t max_connections() const;
+  /// The address the metrics endpoint listens on ("HOST:PORT"), or empty.
+  std::string metrics_address() const;
   /// Reply bytes queued for all peers now.
   std::size_t queued_bytes() const;
 

@@ -30,6 +30,7 @@
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
 #include "coord/server/memory/memory_loop.h"
+#include "coord/server/metrics_http.h"
 #include "coord/server/registry/registry.h"
 #include "coord/server/server.h"
 #include "coord/server/memory/suspend_requests.h"
@@ -44,6 +45,7 @@ constexpr std::uint64_t kTagIdle = 3;
 constexpr std::uint64_t kTagSweep = 4;
 constexpr std::uint64_t kTagAcceptPause = 5;
 constexpr std::uint64_t kTagCompute = 6;
+constexpr std::uint64_t kTagMetrics = 7;
 constexpr std::uint64_t kFirstConnection = 16;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
@@ -132,6 +134,7 @@ struct Server::Impl {
   bool accepting = true;
   RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
   std::unique_ptr<Enforcer> enforcer;  // issue 18 (6): null when not checking
+  std::unique_ptr<MetricsEndpoint> metrics;  // --metrics-listen: null when not serving
 
   Impl(ServerOptions o, Listener l)
       : options(std::move(o)), listener(std::move(l)), registry(options.policy) {
@@ -171,6 +174,8 @@ struct Server::Impl {
   void on_readable(std::uint64_t key);
   TreeProof tree_proof(Connection& c, const RegisterRequest& request);
   void start_enforcer();
+  Status start_metrics();
+  std::string metrics_text();
   void sweep();
   bool handle_line(std::uint64_t key, Connection& c, const std::string& line);
   bool register_job(std::uint64_t key, Connection& c, const RegisterRequest& request);

@@ -4,6 +4,10 @@
 #include "coord/contract/fd_passing.h"
 #include "coord/server/server_impl.h"
 
+#include <nlohmann/json.hpp>
+
+#include "coord/contract/metrics_text.h"
+
 namespace gpushare::coord {
 
 using namespace server_detail;
@@ -57,6 +61,32 @@ void Server::Impl::start_enforcer() {
                                         [this](const std::string& line) { warning(line); });
   note(std::string("checking jobs' device memory through NVML; over the limit: ") +
        violation_action_name(options.violation_action));
+}
+
+// The /metrics endpoint, answered on this loop (metrics_http.h).
+Status Server::Impl::start_metrics() {
+  if (options.metrics_listen.empty()) return {};
+  Result<std::unique_ptr<MetricsEndpoint>> endpoint =
+      MetricsEndpoint::open(options.metrics_listen, MetricsLimits{}, [this] { return metrics_text(); });
+  if (!endpoint) return endpoint.error();
+  metrics = std::move(*endpoint);
+  note("serving metrics on http://" + metrics->address() + "/metrics");
+  return watch(metrics->fd(), kTagMetrics, EPOLLIN);
+}
+
+// The same records as ls and node give gpushare-ctl metrics, so both
+// print the same text.
+std::string Server::Impl::metrics_text() {
+  std::uint64_t now = now_ns();
+  std::vector<JobView> jobs = registry.list(now);
+  if (enforcer) enforcer->annotate(jobs);
+  std::vector<nlohmann::ordered_json> records;
+  records.reserve(jobs.size() + 2);
+  for (const JobView& job : jobs) records.push_back(job_record(job));
+  for (nlohmann::ordered_json& record : node_records(registry.node(now))) {
+    records.push_back(std::move(record));
+  }
+  return prometheus_text(records);
 }
 
 bool Server::Impl::handle_line(std::uint64_t key, Connection& c, const std::string& line) {

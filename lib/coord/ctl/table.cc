@@ -1,4 +1,4 @@
-#include "table.h"
+#include "coord/ctl/table.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -56,6 +56,29 @@ std::string render(const std::vector<Row>& rows) {
   return out;
 }
 
+// A speed with its unit: iterations per second where the loop sees the
+// job's iterations, else kernel launches per second, said so.
+std::string speed(const ordered_json& record, const char* key) {
+  std::string value = text(record, key);
+  if (value == "-" || value == "null") return "-";
+  return value + (text(record, "speed_unit") == "iterations" ? " it/s" : " launches/s");
+}
+
+// How far below its solo estimate a job runs; a job at or above it has no
+// slowdown (0%), never a negative one.
+std::string slowdown(const ordered_json& record) {
+  auto it = record.find("slowdown_pct");
+  if (it == record.end() || !it->is_number()) return "-";
+  double pct = it->get<double>();
+  if (pct <= 0) return "0%";
+  return ordered_json(pct).dump() + "%";
+}
+
+std::string with_unit(const ordered_json& record, const char* key, const char* unit) {
+  std::string value = text(record, key, "none");
+  return value == "none" || value == "-" ? value : value + unit;
+}
+
 // The state, and for a job the coordinator sees over its limit, what it holds.
 std::string state(const ordered_json& record) {
   std::string out = text(record, "state");
@@ -69,18 +92,20 @@ std::string state(const ordered_json& record) {
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
+  // Units in the cells where they vary by job (speeds), else in the
+  // header's words; gpushare-ctl(1) says how each is measured.
   std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
-                            "LAUNCHES", "SPEED/S", "SOLO/S", "SLOWDOWN", "BUDGET/S", "QUEUED",
-                            "GPU-SHARE", "GPU-LIMIT", "CAP", "STATE"}};
+                            "LAUNCHES", "SPEED", "SOLO-SPEED", "SLOWDOWN", "LAUNCH-BUDGET",
+                            "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
-    rows.push_back({text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
-                    short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"),
-                    bytes(r, "mem_limit_bytes"), text(r, "launches"), text(r, "speed_per_s"),
-                    text(r, "solo_speed_per_s"), percent(r, "slowdown_pct"),
-                    text(r, "launch_budget_per_s", "none"), text(r, "max_queued", "none"),
-                    percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
-                    percent(r, "compute_cap_pct", "none"), state(r)});
+    rows.push_back(
+        {text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
+         short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"), bytes(r, "mem_limit_bytes"),
+         text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
+         with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
+         percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
+         percent(r, "compute_cap_pct", "none"), state(r)});
   }
   return render(rows);
 }

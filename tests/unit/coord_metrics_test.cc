@@ -1,0 +1,95 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "coord/contract/protocol.h"
+#include "coord/server/metrics_http.h"
+#include "coord/contract/metrics_text.h"
+
+using namespace gpushare;
+using namespace gpushare::coord;
+
+namespace {
+
+JobView a_job() {
+  JobView job;
+  job.id = 7;
+  job.name = "train";
+  job.pid = 4242;
+  job.uid = 1000;
+  job.qos = kQosOpportunistic;
+  job.state = "paused";
+  job.launches = 1234;
+  job.iterations = 56;
+  job.speed_per_s = 12.5;
+  job.speed_in_iterations = true;
+  job.solo_speed_per_s = 20;
+  job.slowdown = -0.25;  // faster than its solo estimate
+  job.gpu_share = 0.375;
+  JobDeviceView device;
+  device.uuid = "GPU-aa";
+  device.mem_used_bytes = 3u << 30;
+  device.mem_limit_bytes = kNoLimit;
+  device.host_resident_bytes = 1u << 20;
+  job.devices.push_back(device);
+  return job;
+}
+
+std::string text_of(const JobView& job) { return prometheus_text({job_record(job)}); }
+
+}  // namespace
+
+TEST_CASE("label values escape backslash, quote and line feed", "[coord][metrics]") {
+  CHECK(escape_label_value("a\\b\"c\nd") == "a\\\\b\\\"c\\nd");
+  CHECK(escape_label_value("plain") == "plain");
+}
+
+TEST_CASE("a job's samples carry its labels and units", "[coord][metrics]") {
+  std::string text = text_of(a_job());
+  const std::string labels = R"({job_id="7",job_name="train",uid="1000",gpu_uuid="GPU-aa"})";
+  CHECK_THAT(text, Catch::Contains("gpushare_job_memory_used_bytes" + labels + " 3221225472\n"));
+  CHECK_THAT(text,
+             Catch::Contains("gpushare_job_memory_host_resident_bytes" + labels + " 1048576\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE gpushare_job_launches_total counter\n"
+                                   "gpushare_job_launches_total" +
+                                   labels + " 1234\n"));
+  CHECK_THAT(text,
+             Catch::Contains("gpushare_job_speed_iterations_per_second" + labels + " 12.5\n"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_gpu_share_ratio" + labels + " 0.375\n"));
+  CHECK_THAT(text, Catch::Contains(R"(gpushare_job_state{job_id="7",job_name="train",uid="1000",)"
+                                   R"(gpu_uuid="GPU-aa",state="paused"} 1)"));
+  CHECK_THAT(text, Catch::Contains(R"(class="opportunistic")"));
+}
+
+TEST_CASE("a slowdown is never negative in the metrics", "[coord][metrics]") {
+  CHECK_THAT(text_of(a_job()), Catch::Contains("gpushare_job_slowdown_ratio{job_id=\"7\",job_name="
+                                               "\"train\",uid=\"1000\",gpu_uuid=\"GPU-aa\"} 0\n"));
+}
+
+TEST_CASE("what is not measured or not limited has no sample", "[coord][metrics]") {
+  JobView job = a_job();
+  job.speed_per_s = -1;
+  job.solo_speed_per_s = -1;
+  std::string text = text_of(job);
+  CHECK_THAT(text, !Catch::Contains("gpushare_job_memory_limit_bytes{"));
+  CHECK_THAT(text, !Catch::Contains("gpushare_job_speed_iterations_per_second{"));
+  CHECK_THAT(text, !Catch::Contains("gpushare_job_speed_launches_per_second{"));
+  // The family is still announced, so dashboards find it.
+  CHECK_THAT(text, Catch::Contains("# TYPE gpushare_job_memory_limit_bytes gauge\n"));
+}
+
+TEST_CASE("a job's name is escaped in its labels", "[coord][metrics]") {
+  JobView job = a_job();
+  job.name = "a\"b\\c";
+  CHECK_THAT(text_of(job), Catch::Contains(R"(job_name="a\"b\\c")"));
+}
+
+TEST_CASE("metrics listen addresses need a host and a numeric port", "[coord][metrics]") {
+  CHECK(check_listen_address("127.0.0.1:9400").ok());
+  CHECK(check_listen_address("[::1]:0").ok());
+  CHECK(check_listen_address("localhost:9400").ok());
+  CHECK_FALSE(check_listen_address("9400").ok());
+  CHECK_FALSE(check_listen_address(":9400").ok());
+  CHECK_FALSE(check_listen_address("127.0.0.1:http").ok());
+  CHECK_FALSE(check_listen_address("127.0.0.1:70000").ok());
+  CHECK_FALSE(check_listen_address("[::1]9400").ok());
+}
