@@ -45,6 +45,7 @@ struct LaunchTicket {
   int device = -1;     ///< -1: nothing held, nothing to do after the launch
   int slot = -1;       ///< the ring slot whose events track this launch, or -1
   bool timed = false;  ///< a start event was recorded
+  bool burst = false;  ///< a launch of a yield burst (counted, not tracked alone)
   bool per_thread = false;
   CUstream stream = nullptr;
 };

@@ -44,9 +44,6 @@ void refill_time(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t n
 std::uint64_t queue_bound(const ThrottleLimits& limits) {
   std::uint64_t bound = limits.max_queued;
   if (limits.compute_cap_ppm != kThrottleNoLimit && bound > kCapQueue) bound = kCapQueue;
-  // Following a production job's yield: one launch in flight, so that at
-  // most one of ours overlaps its next launch.
-  if (limits.yield_mask != 0) bound = 1;
   if (bound == 0) bound = 1;  // nothing queued at all would stop the job for good
   return bound;
 }
@@ -111,6 +108,27 @@ void throttle_reset(ThrottleState* s) {
   s->launch_refill_ns = 0;
   s->time_tokens_ns = 0;
   s->time_refill_ns = 0;
+}
+
+double burst_cost(const BurstState& s) { return s.launch_ns > 0 ? s.launch_ns : kInitialLaunchNs; }
+
+std::uint64_t burst_room(const BurstState& s, std::uint64_t grant_ns) {
+  double cost = burst_cost(s);
+  double queued = static_cast<double>(s.issued - s.done) * cost;
+  double left = static_cast<double>(grant_ns) - queued;
+  if (left < cost) return 0;
+  return static_cast<std::uint64_t>(left / cost);
+}
+
+std::uint64_t burst_wait_target(const BurstState& s, std::uint64_t grant_ns) {
+  std::uint64_t keep = static_cast<std::uint64_t>(static_cast<double>(grant_ns) / 2 / burst_cost(s));
+  return s.issued > keep ? s.issued - keep : s.done;
+}
+
+void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns) {
+  if (launches == 0 || gpu_ns == 0) return;
+  double each = static_cast<double>(gpu_ns) / static_cast<double>(launches);
+  s->launch_ns = s->launch_ns <= 0 || each < s->launch_ns ? each : s->launch_ns + (each - s->launch_ns) / 8;
 }
 
 }  // namespace gpushare::interpose
