@@ -22,6 +22,10 @@ constexpr int kMarkers = 16;
 // A marker after every this many launches of a burst: finished work is
 // learned within a few dozen short kernels, at one event per 32 launches.
 constexpr std::uint64_t kMarkerEvery = 32;
+// The GPU work a follower may keep queued while a followed production job
+// is busy, at the loop's full level: what that job's synchronisation may
+// wait for (a slice's worth of it on a time-sliced GPU, plus a switch).
+constexpr std::uint64_t kBusyGrantNs = 1'000'000;
 // The longest one yield wait lasts before the limits are read again.
 constexpr std::uint64_t kYieldWaitNs = 10'000'000;
 
@@ -171,7 +175,6 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
         ms > 0) {
       auto gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
       burst_learn(&gate.burst, launches, gpu_ns);
-      throttle_finished(&gate.state, gpu_ns);  // a cap's debit
       g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
     }
     gate.burst.done = gate.marker_issued[slot];
@@ -208,28 +211,32 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
   bool tracked = ensure_events(gate);
   if (tracked) reap_markers(gate, 0);
   coord::YieldGrant grant = coord::yield_grant(limits.yield_mask, now);
-  if (grant.busy != nullptr) {  // production is at work: one wake-up when it stops
-    if (tracked && gate.burst.issued > gate.last_marker_issued) {
-      record_marker(gate, stream, per_thread);
-    }
+  double level = limits.compute_cap_ppm != kThrottleNoLimit
+                     ? static_cast<double>(limits.compute_cap_ppm) / 1e6
+                     : 1.0;
+  std::uint64_t allowed = grant.grant_ns;
+  if (grant.busy != nullptr) {
+    // Production is at work: only the loop's part of kBusyGrantNs may be
+    // queued beside it (what its synchronisation may have to wait for).
+    allowed = static_cast<std::uint64_t>(static_cast<double>(kBusyGrantNs) * level);
+  }
+  if (!tracked) {  // no markers: no bound on queued work, so only in gaps
+    if (grant.busy == nullptr && allowed > 0) return true;
+  } else if (burst_room(gate.burst, allowed) > 0) {
+    return true;
+  } else if (gate.burst.issued > gate.burst.done) {
+    // Our queued work fills the grant: wait, in the driver, until half of
+    // it is done (one wake-up per half grant, not per launch).
+    if (gate.burst.issued > gate.last_marker_issued) record_marker(gate, stream, per_thread);
+    std::uint64_t target = burst_wait_target(gate.burst, allowed);
+    reap_markers(gate, target > gate.burst.done ? target : gate.burst.done + 1);
+    return false;
+  }
+  if (grant.busy != nullptr) {  // not even one launch beside it: one wake-up at its clear
     pthread_mutex_unlock(&gate.mutex);
     coord::yield_wait(grant.busy, kYieldWaitNs);
     pthread_mutex_lock(&gate.mutex);
     gate.burst_fresh = true;
-    return false;
-  }
-  if (!tracked) {  // no markers: the grant alone, without a bound on queued work
-    if (grant.grant_ns > 0) return true;
-    sleep_unlocked(gate, grant.retry_ns > 0 ? grant.retry_ns : kMaxSleepNs);
-    return false;
-  }
-  if (burst_room(gate.burst, grant.grant_ns) > 0) return true;
-  if (gate.burst.issued > gate.burst.done) {
-    // Our queued work fills the grant: wait, in the driver, until half of
-    // it is done (one wake-up per half grant, not per launch).
-    if (gate.burst.issued > gate.last_marker_issued) record_marker(gate, stream, per_thread);
-    std::uint64_t target = burst_wait_target(gate.burst, grant.grant_ns);
-    reap_markers(gate, target > gate.burst.done ? target : gate.burst.done + 1);
     return false;
   }
   // Nothing queued and no room for one launch: the followed job is expected

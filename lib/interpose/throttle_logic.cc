@@ -52,7 +52,10 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
                                  std::uint64_t now) {
   ThrottleDecision decision;
   bool budgeted = limits.launch_budget != kThrottleNoLimit;
-  bool capped = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0;
+  // Under a yield mask the cap scales the bursts' grants instead
+  // (throttle.cc): no bucket of GPU time.
+  bool capped = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0 &&
+                limits.yield_mask == 0;
   if (budgeted) {
     refill_launches(s, limits, now);
   } else {

@@ -92,7 +92,7 @@ struct BurstState {
 
 /// What one launch is assumed to cost before any was measured: high, so
 /// that the first grant queues little work of an unknown job.
-inline constexpr double kInitialLaunchNs = 1'000'000;
+inline constexpr double kInitialLaunchNs = 200'000;
 
 /// Launches that may go now when `grant_ns` of queued GPU time is allowed:
 /// each costs the learned launch_ns, and the unfinished ones count first.

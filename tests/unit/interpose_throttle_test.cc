@@ -101,9 +101,9 @@ TEST_CASE("a yield mask gates launches without a bound of one launch in flight")
 TEST_CASE("a burst queues GPU time up to its grant, learned per launch") {
   BurstState burst;
   constexpr std::uint64_t kMs = 1'000'000;
-  // Unknown cost: a launch is assumed to take 1 ms, so 8 ms admit 8.
-  CHECK(burst_room(burst, 8 * kMs) == 8);
-  CHECK(burst_room(burst, kMs / 2) == 0);
+  // Unknown cost: a launch is assumed to take 200 us, so 8 ms admit 40.
+  CHECK(burst_room(burst, 8 * kMs) == 40);
+  CHECK(burst_room(burst, kMs / 10) == 0);
   burst_learn(&burst, 100, 1 * kMs);  // 10 us each
   CHECK(burst.launch_ns == Approx(10'000));
   CHECK(burst_room(burst, 8 * kMs) == 800);  // hundreds of short kernels in one grant
