@@ -175,6 +175,7 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
         ms > 0) {
       auto gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
       burst_learn(&gate.burst, launches, gpu_ns);
+      throttle_finished(&gate.state, gpu_ns);  // the cap's debit, for free grants
       g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
     }
     gate.burst.done = gate.marker_issued[slot];
@@ -215,6 +216,21 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
                      ? static_cast<double>(limits.compute_cap_ppm) / 1e6
                      : 1.0;
   std::uint64_t allowed = grant.grant_ns;
+  if (grant.free) {
+    // Nothing says when production is back: the loop's level is a share of
+    // GPU time, kept by the cap's bucket (debited by the markers), and one
+    // launch may always be queued, whatever it costs.
+    if (std::uint64_t sleep = cap_sleep_ns(&gate.state, limits, now); sleep > 0) {
+      sleep_unlocked(gate, sleep);
+      gate.burst_fresh = true;
+      return false;
+    }
+    if (gate.burst.issued == gate.burst.done) return true;
+  } else if (gate.state.time_tokens_ns < 0) {
+    // Work in production's gaps, or beside it within the busy grant, is not
+    // charged to the share: only what runs while nothing is known is.
+    gate.state.time_tokens_ns = 0;
+  }
   if (grant.busy != nullptr) {
     // Production is at work: only the loop's part of kBusyGrantNs may be
     // queued beside it (what its synchronisation may have to wait for).

@@ -63,8 +63,8 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
   }
   if (capped) {
     refill_time(s, limits, now);
-  } else {
-    s->time_refill_ns = 0;
+  } else if (limits.compute_cap_ppm == kThrottleNoLimit || limits.compute_cap_ppm == 0) {
+    s->time_refill_ns = 0;  // no cap: a later one starts empty (a yield keeps its bucket)
   }
 
   std::uint64_t bound = queue_bound(limits);
@@ -94,6 +94,14 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
     return decision;
   }
   return decision;
+}
+
+std::uint64_t cap_sleep_ns(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t now) {
+  if (limits.compute_cap_ppm == kThrottleNoLimit || limits.compute_cap_ppm == 0) return 0;
+  refill_time(s, limits, now);
+  if (s->time_tokens_ns > 0) return 0;
+  double rate = static_cast<double>(limits.compute_cap_ppm) / 1e6;
+  return clamp_sleep(-s->time_tokens_ns / rate);
 }
 
 void throttle_launched(ThrottleState* s, const ThrottleLimits& limits, bool tracked) {

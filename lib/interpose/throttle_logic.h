@@ -71,6 +71,11 @@ std::uint64_t queue_bound(const ThrottleLimits& limits);
 ThrottleDecision throttle_decide(ThrottleState* state, const ThrottleLimits& limits,
                                  std::uint64_t now_ns);
 
+/// The compute cap's bucket alone (for the yield's free grants): 0 when a
+/// launch may go now, else how long to sleep (at most kMaxSleepNs).
+std::uint64_t cap_sleep_ns(ThrottleState* state, const ThrottleLimits& limits,
+                           std::uint64_t now_ns);
+
 /// A launch went: takes its launch token; `tracked` when its completion
 /// will be reported by throttle_finished.
 void throttle_launched(ThrottleState* state, const ThrottleLimits& limits, bool tracked);

@@ -121,3 +121,18 @@ TEST_CASE("a burst queues GPU time up to its grant, learned per launch") {
   burst_learn(&burst, 100, kMs / 2);
   CHECK(burst.launch_ns == Approx(5'000));
 }
+
+TEST_CASE("under a yield mask the cap's bucket refills between decisions") {
+  ThrottleLimits limits;
+  limits.yield_mask = 1;
+  limits.compute_cap_ppm = 500'000;
+  ThrottleState state;
+  constexpr std::uint64_t kMs = 1'000'000;
+  CHECK(cap_sleep_ns(&state, limits, 1 * kMs) > 0);  // starts empty
+  CHECK(throttle_decide(&state, limits, 2 * kMs).wait == ThrottleWait::kNone);
+  // 1 ms later at half rate: half a millisecond of GPU time in the bucket,
+  // even though a decision came in between.
+  CHECK(cap_sleep_ns(&state, limits, 2 * kMs) == 0);
+  throttle_finished(&state, 2 * kMs);  // a marker's stretch: 2 ms debited
+  CHECK(cap_sleep_ns(&state, limits, 2 * kMs) == kMaxSleepNs);  // 3 ms owed, in 2-ms sleeps
+}

@@ -242,7 +242,8 @@ YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
     if (retry > grant.retry_ns) grant.retry_ns = retry;
   }
   if (held) return grant;
-  grant.grant_ns = least_left != ~0ull ? least_left : kYieldFreeGrantNs;
+  grant.free = least_left == ~0ull;
+  grant.grant_ns = grant.free ? kYieldFreeGrantNs : least_left;
   return grant;
 }
 

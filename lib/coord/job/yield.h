@@ -75,6 +75,9 @@ struct YieldGrant {
   std::uint64_t grant_ns = 0;
   /// With a grant of 0: when to look again (at most 1 ms).
   std::uint64_t retry_ns = 0;
+  /// No followed job is busy or within a known gap (kYieldFreeGrantNs):
+  /// nothing says when production comes back.
+  bool free = false;
 };
 
 /// The queued work a follower may hold while no followed job has a known
