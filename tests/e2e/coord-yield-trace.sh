@@ -6,9 +6,10 @@
 # opportunistic job got 0.06-0.09 of its solo speed here (bench/share,
 # results.md); with GPU-time grants (bursts sized to production's gap, a
 # small grant beside it while it is busy) about 0.5, production at 0.98.
-# The bounds (production >= 0.9 of solo, opportunistic >= 0.2 of solo,
+# The bounds (production >= 0.9 of solo, opportunistic >= 0.3 of solo,
 # rates counted inside the production job's window) catch the serialised
-# launch path, not a slow machine.
+# launch path (0.06; bursts of one launch in flight: 0.21), not a slow
+# machine (0.46-0.53 on the loaded 2-core machine).
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
 workload="$libexec/gpushare-workload"
@@ -50,5 +51,5 @@ summary="solo: prod $prod_solo opp $opp_solo; together: prod $prod_with opp $opp
 echo "$summary" >&2
 check() { awk "BEGIN { exit !($1) }" || fail "$2 ($summary)"; }
 check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
-check "$opp_with >= 0.2 * $opp_solo" "the opportunistic job's short kernels were serialised"
+check "$opp_with >= 0.3 * $opp_solo" "the opportunistic job's short kernels were serialised"
 echo "coord-yield-trace: ok"
