@@ -61,12 +61,15 @@ check torch-training '.status == "skipped" and (.summary | test("simulated GPU")
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
   and (.measurements.launch_overhead_ns | type == "number")
   and (.measurements.alloc_overhead_ns | type == "number")'
-# Two equal jobs sharing the simulated GPU each get about half of it
-# without gpushare; under it (compute control is built: issue 10) the
-# production job keeps its solo speed.
-check colocation '.status == "passed" and .measurements.compute_control == true
-  and (.measurements.plain_production_fraction | . > 0.35 and . < 0.65)
-  and .measurements.gpushare_production_fraction >= 0.95'
+# The windowed pairs (ResNet-50 step timelines, and the matrix-product
+# pair) with gpushare-workload standing in for PyTorch: production
+# protected, the opportunistic job harvesting (0.2 of solo: far above the
+# 0.06 a serialised launch path gives it), alone at its plain speed; the
+# verdict follows the targets (the simulator may miss the real GPU's 0.6).
+check colocation '(.status | IN("passed", "failed")) and .measurements.jobs == "gpushare-workload"
+  and all(.measurements.resnet, .measurements.matmul; .production_fraction >= 0.9
+          and .opportunistic_fraction >= 0.2 and .alone_fraction >= 0.9 and .window_s > 2)
+  and ((.status == "failed") == (.summary | test("below target")))'
 check memory-spill '.status == "not-built"'
 # The calibration's context memory is the simulator's own setting, measured.
 check calibration '.status == "passed"
