@@ -28,7 +28,7 @@
 // finished, times the learned GPU time per launch; finished work is learned
 // from marker events recorded every kMarkerEvery launches and when the
 // grant is full, which also time the bursts (the cost per launch, taken
-// lower at once and higher by an eighth). When the grant is full the
+// higher at once and lower by an eighth). When the grant is full the
 // launch waits, in the driver, until half of it is done; when not even one
 // launch fits beside a busy job it waits once on the job's busy word
 // (futex, at most kYieldWaitNs) and then gets a whole gap's grant; past a

@@ -139,7 +139,9 @@ std::uint64_t burst_wait_target(const BurstState& s, std::uint64_t grant_ns) {
 void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns) {
   if (launches == 0 || gpu_ns == 0) return;
   double each = static_cast<double>(gpu_ns) / static_cast<double>(launches);
-  s->launch_ns = s->launch_ns <= 0 || each < s->launch_ns ? each : s->launch_ns + (each - s->launch_ns) / 8;
+  // A higher figure at once, a lower one by an eighth: underestimating
+  // queues more than a gap holds, and production waits for it.
+  s->launch_ns = s->launch_ns <= 0 || each > s->launch_ns ? each : s->launch_ns - (s->launch_ns - each) / 8;
 }
 
 }  // namespace gpushare::interpose

@@ -109,9 +109,10 @@ std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
 std::uint64_t burst_wait_target(const BurstState& state, std::uint64_t grant_ns);
 
 /// A stretch of `launches` launches took `gpu_ns` from its first start
-/// to its last end: learn the cost per launch (a lower figure is taken at
-/// once, a higher one by an eighth: a stretch also counts GPU time spent on
-/// other contexts' work, and a job's CPU pace).
+/// to its last end: learn the cost per launch (a higher figure is taken at
+/// once, a lower one by an eighth: an underestimate queues more than a gap
+/// holds; a stretch may also count other contexts' work or the job's CPU
+/// pace, which errs toward queuing less).
 void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns);
 
 }  // namespace gpushare::interpose
