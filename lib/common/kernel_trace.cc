@@ -58,8 +58,7 @@ class CsvReader {
     errno = 0;
     double value = copy.empty() ? NAN : std::strtod(copy.c_str(), &stop);
     if (copy.empty() || stop == nullptr || *stop != '\0' || errno != 0 || !std::isfinite(value)) {
-      *error = at(field_column_ + 1,
-                  std::string(what) + ": '" + copy + "' is not a number");
+      *error = at(field_column_ + 1, std::string(what) + ": '" + copy + "' is not a number");
       return false;
     }
     if (value < 0) {

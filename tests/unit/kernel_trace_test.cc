@@ -54,7 +54,8 @@ TEST_CASE("kernel trace: bad input names file, line and column", "[kernel-trace]
         "t.csv:1:1: expected the header 'launch_us,start_us,kernel_us,stream,kernel'");
   CHECK(error_of(std::string(kHeader) + "0,1,2,7,a\n1,2,x3,7,b\n") ==
         "t.csv:3:5: kernel_us: 'x3' is not a number");
-  CHECK(error_of(std::string(kHeader) + "0,1,-2,7,a\n") == "t.csv:2:5: kernel_us: '-2' is negative");
+  CHECK(error_of(std::string(kHeader) + "0,1,-2,7,a\n") ==
+        "t.csv:2:5: kernel_us: '-2' is negative");
   CHECK(error_of(std::string(kHeader) + "0,1,2\n") == "t.csv:2:6: missing field 'stream'");
   CHECK(error_of(std::string(kHeader) + "5,6,1,7,a\n4,6,1,7,b\n") ==
         "t.csv:3:1: launch_us goes back in time (4.000000 after 5.000000)");
