@@ -4,7 +4,9 @@
 //
 // main() parses into WorkloadOptions and calls run(), which runs the
 // workload (workload.cc) and prints JSON Lines.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
+#include "common/kernel_trace.h"
 #include "common/units.h"
 #include "workload.h"
 
@@ -22,6 +25,8 @@ using gpushare::workload::WorkloadOptions;
 
 struct Options {
   WorkloadOptions workload;
+  std::string trace_path;
+  gpushare::KernelTrace trace;
   bool per_iteration = false;
   std::string label;
 };
@@ -82,6 +87,45 @@ bool parse_size_option(const std::string& name, const std::string& text, std::ui
   return true;
 }
 
+// Whole file into `text`; false when it cannot be read (`exists` says
+// whether it was there at all).
+bool read_file(const std::string& path, std::string* text, bool* exists) {
+  std::ifstream in(path, std::ios::binary);
+  *exists = static_cast<bool>(in);
+  if (!in) return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  *text = buffer.str();
+  return !in.bad();
+}
+
+// --trace FILE and its syncs file beside it (gpushare-workload(1)): a bad
+// file is an input error naming FILE:LINE:COL.
+bool load_trace(Options* options) {
+  std::string csv, syncs;
+  bool exists = false;
+  if (!read_file(options->trace_path, &csv, &exists)) {
+    gpushare::diag::error("--trace: cannot read '" + options->trace_path + "'");
+    return false;
+  }
+  std::string syncs_path = gpushare::syncs_path_for(options->trace_path);
+  if (!read_file(syncs_path, &syncs, &exists)) {
+    if (exists) {
+      gpushare::diag::error("--trace: cannot read '" + syncs_path + "'");
+      return false;
+    }
+    syncs_path.clear();  // no syncs file: the trace is one step
+  }
+  auto parsed = gpushare::parse_kernel_trace(csv, options->trace_path, syncs, syncs_path);
+  if (!parsed) {
+    gpushare::diag::error(parsed.error().message);
+    return false;
+  }
+  options->trace = std::move(*parsed);
+  options->workload.trace = &options->trace;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,10 +147,12 @@ int main(int argc, char** argv) {
                  "Host-side time per iteration in microseconds (the GPU idles)")
       ->capture_default_str()
       ->check(CLI::Range(0L, 3600000000L));
-  app.add_option("--kernels-per-iter", workload.kernels_per_iteration, "Kernels per iteration")
+  auto* per_iter = app.add_option("--kernels-per-iter", workload.kernels_per_iteration,
+                                  "Kernels per iteration")
       ->capture_default_str()
       ->check(CLI::Range(0L, 1000000L));
-  app.add_option("--kernel-us", workload.kernel_us, "Duration of each kernel in microseconds")
+  auto* kernel_us =
+      app.add_option("--kernel-us", workload.kernel_us, "Duration of each kernel in microseconds")
       ->capture_default_str()
       ->check(CLI::Range(0L, 3600000000L));
   app.add_option("--grow", grow, "Extra memory allocated and freed in each iteration")
@@ -130,6 +176,15 @@ int main(int argc, char** argv) {
   app.add_option("--device", workload.device, "Device ordinal")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  auto* trace = app.add_option("--trace", options.trace_path,
+                               "Replay a kernel timeline (CSV) instead of spin kernels")
+                    ->excludes(per_iter)
+                    ->excludes(kernel_us);
+  app.add_option("--launch-scale", workload.launch_scale,
+                 "With --trace: multiply the recorded launch offsets (0: back to back)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0))
+      ->needs(trace);
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
@@ -145,6 +200,7 @@ int main(int argc, char** argv) {
     gpushare::diag::usage_hint();
     return gpushare::exit_status::kUsage;
   }
+  if (!options.trace_path.empty() && !load_trace(&options)) return gpushare::exit_status::kUsage;
   workload.alloc = alloc == "managed" ? AllocKind::kManaged
                                       : (alloc == "async" ? AllocKind::kAsync : AllocKind::kPlain);
   return run(options);

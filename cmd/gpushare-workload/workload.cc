@@ -12,6 +12,8 @@
 #include "workload.h"
 
 #include <cuda.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -234,6 +236,35 @@ double ms_between(std::chrono::steady_clock::time_point from,
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
+// One step of a trace: each kernel at its (scaled) offset from the step's
+// start, on an absolute clock so that lateness does not accumulate; a job
+// behind its schedule launches at once. Returns the kernels launched.
+Result<long> replay_step(const Device& device, const WorkloadOptions& options,
+                         const TraceStep& step) {
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  std::int64_t start_ns = static_cast<std::int64_t>(start.tv_sec) * 1000000000 + start.tv_nsec;
+  long launched = 0;
+  for (const TraceKernel& kernel : step.kernels) {
+    std::int64_t due_ns =
+        start_ns + static_cast<std::int64_t>(kernel.launch_offset_us * options.launch_scale * 1000);
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec < due_ns) {
+      timespec due{static_cast<time_t>(due_ns / 1000000000), static_cast<long>(due_ns % 1000000000)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr);
+    }
+    unsigned long long kernel_ns = static_cast<unsigned long long>(kernel.kernel_us * 1000 + 0.5);
+    void* params[] = {&kernel_ns};
+    WORKLOAD_TRY(check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0, device.stream,
+                                      params, nullptr),
+                       "cuLaunchKernel(gpushare_spin, " + std::to_string(kernel.kernel_us) +
+                           " us)"));
+    ++launched;
+  }
+  return launched;
+}
+
 }  // namespace
 
 Result<WorkloadResult> run_workload(const WorkloadOptions& options,
@@ -250,6 +281,9 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
 
   unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
   void* params[] = {&kernel_ns};
+  // A replayed trace keeps microsecond launch offsets: the default timer
+  // slack (50 us) would stretch every short wait.
+  if (options.trace != nullptr) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   auto run_start = std::chrono::steady_clock::now();
   auto deadline = run_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(options.duration_s));
@@ -278,11 +312,20 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
           check(cuMemsetD8Async(grown, static_cast<unsigned char>(iteration), touch, device.stream),
                 bytes_call("cuMemsetD8Async", touch)));
     }
-    for (long k = 0; k < options.kernels_per_iteration; ++k) {
-      WORKLOAD_TRY(
-          check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0, device.stream, params,
-                               nullptr),
-                "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) + " us)"));
+    long kernels = options.kernels_per_iteration;
+    if (options.trace != nullptr) {
+      const std::vector<TraceStep>& steps = options.trace->steps;
+      Result<long> replayed = replay_step(
+          device, options, steps[static_cast<std::size_t>(iteration) % steps.size()]);
+      if (!replayed) return replayed.error();
+      kernels = *replayed;
+    } else {
+      for (long k = 0; k < kernels; ++k) {
+        WORKLOAD_TRY(check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0,
+                                          device.stream, params, nullptr),
+                           "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) +
+                               " us)"));
+      }
     }
     if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));
     WORKLOAD_TRY(check(cuEventRecord(device.end, device.stream), "cuEventRecord"));
@@ -297,7 +340,7 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     double t_ms = std::chrono::duration<double, std::milli>(end.time_since_epoch()).count();
     result.iteration_ms.push_back(iteration_ms);
     result.gpu_ms_total += gpu_ms;
-    result.kernels += options.kernels_per_iteration;
+    result.kernels += kernels;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
     if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
     if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {

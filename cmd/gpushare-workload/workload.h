@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kernel_trace.h"
 #include "common/result.h"
 
 namespace gpushare::workload {
@@ -39,6 +40,13 @@ struct WorkloadOptions {
   /// When set, iterations stop once this file exists (checked once per
   /// iteration), whatever the count or duration says.
   std::string stop_file;
+  /// When set, each iteration replays the next step of this trace (in a
+  /// cycle) instead of kernels_per_iteration spins of kernel_us: every
+  /// kernel a spin of its recorded duration, launched at its recorded
+  /// offset from the step's first launch times launch_scale (at once when
+  /// the job is behind), then one synchronisation.
+  const KernelTrace* trace = nullptr;
+  double launch_scale = 1.0;
 };
 
 struct IterationSample {

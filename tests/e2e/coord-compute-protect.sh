@@ -4,7 +4,8 @@
 # saturating opportunistic job, which still progresses; ctl shows the
 # measured and estimated speeds and the budget. Then the coordinator is
 # killed mid-run: the production job never blocks, and the opportunistic job
-# keeps its last budget instead of running wild. Margins are generous: this
+# keeps its last limits (the yield it follows and its share beside a busy
+# production job) instead of running wild. Margins are generous: this
 # checks the mechanism, bench/share measures it. The opportunistic job runs
 # 2 kernels of 2 ms per iteration: 4 ms of GPU time (short iterations, so
 # that even a small share shows as several of them).
@@ -71,8 +72,13 @@ check() { awk "BEGIN { exit !($1) }" || fail "$2 (solo: prod $prod_solo opp $opp
 check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
 check "$opp_with >= 0.01 * $opp_solo" "the opportunistic job did not progress"
 check "$prod_after >= 0.9 * $prod_solo" "production suffered from the coordinator's death"
-check "$opp_after * 4 / 1000 <= $limit_pct / 100 + 0.1" \
-  "the opportunistic job left its share limit of ${limit_pct}% without the coordinator"
+# Under the yield the share limit bounds the work queued beside a busy
+# production job; production's gaps (half of its 16-ms iteration) are the
+# follower's to fill in full. Running wild would show in production's
+# speed (checked above: under no control it ran at 0.65 of solo) and in a
+# share beyond its gaps plus the limit.
+check "$opp_after * 4 / 1000 <= 0.5 + $limit_pct / 100 + 0.1" \
+  "the opportunistic job left production's gaps and its share limit of ${limit_pct}% without the coordinator"
 # ... and keeps using it (at least a tenth of it: the time it measures for
 # its kernels includes waiting behind production kernels).
 check "$opp_after * 4 / 1000 >= 0.1 * $limit_pct / 100" \

@@ -80,12 +80,15 @@ check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver
   and (.measurements.alloc_overhead_ns <= .measurements.alloc_overhead_ns_high)
   and (.measurements.torch_step | test("simulated GPU"))
   and (.summary | test("ns per launch \\(95% "))'
-# Two equal jobs sharing the simulated GPU each get about half of it
-# without gpushare; under it (compute control is built: issue 10) the
-# production job keeps its solo speed.
-check colocation '.status == "passed" and .measurements.compute_control == true
-  and (.measurements.plain_production_fraction | . > 0.35 and . < 0.65)
-  and .measurements.gpushare_production_fraction >= 0.95'
+# The windowed pairs (ResNet-50 step timelines, and the matrix-product
+# pair) with gpushare-workload standing in for PyTorch: production
+# protected, the opportunistic job harvesting (0.2 of solo: far above the
+# 0.06 a serialised launch path gives it), alone at its plain speed; the
+# verdict follows the targets (the simulator may miss the real GPU's 0.6).
+check colocation '(.status | IN("passed", "failed")) and .measurements.jobs == "gpushare-workload"
+  and all(.measurements.resnet, .measurements.matmul; .production_fraction >= 0.9
+          and .opportunistic_fraction >= 0.2 and .alone_fraction >= 0.9 and .window_s > 2)
+  and ((.status == "failed") == (.summary | test("below target")))'
 # Production gets three quarters of the (1.5 GiB) simulated GPU beside an
 # opportunistic job holding a third, which spills; refused without gpushare.
 check memory-spill '.status == "passed" and .measurements.jobs == "cuda-client"
@@ -103,7 +106,7 @@ check calibration '.status == "passed"
   and .measurements.h2d_gb_per_s.sim_default == 51
   and .measurements.h2d_gb_per_s.sim_setting == "GPUSHARE_SIM_PCIE_GBPS"
   and .measurements.time_slice_ms.sim_default == 2
-  and .measurements.context_switch_us.sim_default == 25
+  and .measurements.context_switch_us.sim_default == 151
   and (.measurements.launch_us.measured | . > 0)
   and (.details.time_slices.error | test("simulated GPU"))
   and .details.sim_settings.GPUSHARE_SIM_CTX_OVERHEAD == "549453824"

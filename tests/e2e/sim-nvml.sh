@@ -4,7 +4,11 @@
 # and utilisation equal to the busy share of the last window.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB
+# No context-switch cost: two processes time-slicing then keep the device
+# busy over the whole window (with the default 151 us per switch it idles
+# 7% of a 2-ms slice cycle, which the utilisation would rightly show).
+export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB \
+  GPUSHARE_SIM_SWITCH_US=0
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 

@@ -162,7 +162,7 @@ TEST_CASE("a yield mask keeps the throttle flag set", "[coord][yield]") {
   munmap(const_cast<LimitsPage*>(limits), kControlPageBytes);
 }
 
-TEST_CASE("a production job publishes its idle gap and a follower keeps kernels inside it",
+TEST_CASE("a production job publishes its idle gap and a follower queues work only inside it",
           "[coord][yield]") {
   auto block = make_block(5);
   YieldPage* producer = nullptr;
@@ -192,27 +192,36 @@ TEST_CASE("a production job publishes its idle gap and a follower keeps kernels 
   producer->busy.store(0);
   producer->cleared_ns.store(t0);
   producer->gap_ns.store(8 * kMs);
-  CHECK(yield_gap_sleep(mask, t0 + 1 * kMs, 2 * kMs) == 0);        // fits: 2 ms of 7 left
-  CHECK(yield_gap_sleep(mask, t0 + 6 * kMs, 2 * kMs) == 0);        // just fits
-  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 1 * kMs);  // would overrun: wait the end
-  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs + kMs / 2, 2 * kMs) == kMs / 2);
-  CHECK(yield_gap_sleep(mask, t0 + 10 * kMs, 2 * kMs) == 1 * kMs);  // overdue: expected back
-  CHECK(yield_gap_sleep(mask, t0 + 16 * kMs, 2 * kMs) == 0);        // twice overdue: pattern broken
-  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 20 * kMs) == 1 * kMs);  // a long kernel never fits
-  CHECK(yield_gap_sleep(0, t0 + 7 * kMs, 2 * kMs) == 0);            // not followed
+  auto grant_at = [&](std::uint64_t now) { return yield_grant(mask, now).grant_ns; };
+  auto retry_at = [&](std::uint64_t now) { return yield_grant(mask, now).retry_ns; };
+  CHECK(grant_at(t0 + 1 * kMs) == 7 * kMs);  // what is left of the gap, in one grant
+  CHECK(grant_at(t0 + 6 * kMs) == 2 * kMs);
+  CHECK(grant_at(t0 + 8 * kMs) == 0);  // expected back: nothing more queued
+  CHECK(retry_at(t0 + 8 * kMs) == 1 * kMs);
+  CHECK(retry_at(t0 + 15 * kMs + kMs / 2) == kMs / 2);  // until twice the gap
+  CHECK(grant_at(t0 + 16 * kMs) == kYieldFreeGrantNs);  // twice overdue: pattern broken
+  CHECK(yield_grant(0, t0 + 8 * kMs).grant_ns == kYieldFreeGrantNs);  // not followed
+  producer->busy.store(1);
+  producer->marks.fetch_add(1);
+  CHECK(yield_grant(mask, t0 + 1 * kMs).busy != nullptr);  // busy: wait for its clear
+  CHECK(yield_grant(mask, t0 + 1 * kMs).grant_ns == 0);
+  producer->busy.store(0);
   // A page that keeps saying "back soon" and is never seen busy holds
   // launches back for kYieldHoldMaxNs at most.
-  std::uint64_t t1 = t0 + kYieldHoldMaxNs;
+  std::uint64_t t1 = t0 + 100 * kMs;
   producer->cleared_ns.store(t1);
-  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 0);
+  CHECK(grant_at(t1 + 9 * kMs) == 0);  // held from here
+  std::uint64_t t2 = t1 + kYieldHoldMaxNs;
+  producer->cleared_ns.store(t2);  // "back soon" again, never busy
+  CHECK(grant_at(t2 + 9 * kMs) == kYieldFreeGrantNs);
   producer->busy.store(1);  // seen busy: its gap counts again
   producer->marks.fetch_add(1);
-  CHECK(yield_busy_word(mask, t1 + 8 * kMs) != nullptr);
+  CHECK(yield_busy_word(mask, t2 + 8 * kMs) != nullptr);
   producer->busy.store(0);
-  CHECK(yield_gap_sleep(mask, t1 + 7 * kMs, 2 * kMs) == 1 * kMs);
+  CHECK(grant_at(t2 + 9 * kMs) == 0);
   producer->cleared_ns.store(t0);
   producer->gap_ns.store(0);
-  CHECK(yield_gap_sleep(mask, t0 + 7 * kMs, 2 * kMs) == 0);  // gap unknown
+  CHECK(grant_at(t0 + 7 * kMs) == kYieldFreeGrantNs);  // gap unknown
   close(pair[0]);
   close(pair[1]);
   munmap(producer, kControlPageBytes);

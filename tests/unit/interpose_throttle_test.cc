@@ -86,16 +86,53 @@ TEST_CASE("throttle compute cap holds the share of GPU time") {
   CHECK(queue_bound(limits) == kCapQueue);
 }
 
-TEST_CASE("a yield mask gates launches and keeps one launch in flight") {
+TEST_CASE("a yield mask gates launches without a bound of one launch in flight") {
   ThrottleLimits limits;
   CHECK_FALSE(limits.any());
   limits.yield_mask = 1;
   CHECK(limits.any());
-  CHECK(queue_bound(limits) == 1);
+  CHECK(queue_bound(limits) == kThrottleNoLimit);  // bursts bound GPU time instead
   ThrottleState state;
   CHECK(throttle_decide(&state, limits, 1).wait == ThrottleWait::kNone);
-  throttle_launched(&state, limits, true);
-  CHECK(throttle_decide(&state, limits, 2).wait == ThrottleWait::kOldest);
+  throttle_launched(&state, limits, false);
+  CHECK(throttle_decide(&state, limits, 2).wait == ThrottleWait::kNone);
+}
+
+TEST_CASE("a burst queues GPU time up to its grant, learned per launch") {
+  BurstState burst;
+  constexpr std::uint64_t kMs = 1'000'000;
+  // Unknown cost: a launch is assumed to take 200 us, so 8 ms admit 40.
+  CHECK(burst_room(burst, 8 * kMs) == 40);
+  CHECK(burst_room(burst, kMs / 10) == 0);
+  burst_learn(&burst, 100, 1 * kMs);  // 10 us each
+  CHECK(burst.launch_ns == Approx(10'000));
+  CHECK(burst_room(burst, 8 * kMs) == 800);  // hundreds of short kernels in one grant
+  burst.issued = 600;
+  burst.done = 100;  // 500 queued: 5 ms of the 8
+  CHECK(burst_room(burst, 8 * kMs) == 300);
+  // Full: wait until half the grant is free (400 left queued), in one wait.
+  burst.issued = 900;
+  CHECK(burst_room(burst, 8 * kMs) == 0);
+  CHECK(burst_wait_target(burst, 8 * kMs) == 500);
+  // A costlier stretch raises the cost at once (underestimating would
+  // queue more than a gap holds); a cheaper one lowers it by an eighth.
+  burst_learn(&burst, 10, 1 * kMs);
+  CHECK(burst.launch_ns == Approx(100'000));
+  burst_learn(&burst, 100, kMs / 2);
+  CHECK(burst.launch_ns == Approx(100'000 - (100'000 - 5'000) / 8.0));
+}
+
+TEST_CASE("under a yield mask the cap's bucket refills between decisions") {
+  ThrottleLimits limits;
+  limits.yield_mask = 1;
   limits.compute_cap_ppm = 500'000;
-  CHECK(queue_bound(limits) == 1);
+  ThrottleState state;
+  constexpr std::uint64_t kMs = 1'000'000;
+  CHECK(cap_sleep_ns(&state, limits, 1 * kMs) > 0);  // starts empty
+  CHECK(throttle_decide(&state, limits, 2 * kMs).wait == ThrottleWait::kNone);
+  // 1 ms later at half rate: half a millisecond of GPU time in the bucket,
+  // even though a decision came in between.
+  CHECK(cap_sleep_ns(&state, limits, 2 * kMs) == 0);
+  throttle_finished(&state, 2 * kMs);  // a marker's stretch: 2 ms debited
+  CHECK(cap_sleep_ns(&state, limits, 2 * kMs) == kMaxSleepNs);  // 3 ms owed, in 2-ms sleeps
 }

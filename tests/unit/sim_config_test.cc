@@ -47,7 +47,7 @@ TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]"
   CHECK(loaded.config.max_pending == 1024);
   CHECK(loaded.config.sched_policy == 0);  // time slices
   CHECK(loaded.config.timeslice_ns == 2000000);
-  CHECK(loaded.config.switch_ns == 25000);
+  CHECK(loaded.config.switch_ns == 151000);
 }
 
 TEST_CASE("the scheduling policy slice and switch cost are read from the environment", "[sim]") {

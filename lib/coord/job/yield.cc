@@ -209,30 +209,42 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
   return nullptr;
 }
 
-std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns) {
-  constexpr std::uint64_t kMaxGapSleepNs = 1'000'000;
-  std::uint64_t sleep = 0;
+YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
+  constexpr std::uint64_t kMaxRetryNs = 1'000'000;
+  YieldGrant grant;
+  grant.busy = yield_busy_word(mask, now_ns);
+  if (grant.busy != nullptr) return grant;
+  bool held = false;
+  std::uint64_t least_left = ~0ull;  // the smallest rest of a known gap
   for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
     if ((mask & 1) == 0) continue;
     const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
     if (page == nullptr) continue;
     std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
     std::uint64_t gap = page->gap_ns.load(std::memory_order_relaxed);
-    if (cleared == 0 || gap == 0 || now_ns < cleared) continue;
-    std::uint64_t end = cleared + gap;
+    if (cleared == 0 || gap == 0 || now_ns < cleared) continue;  // no gap known
     if (now_ns >= cleared + 2 * gap) continue;  // long overdue: not coming back soon
-    if (now_ns + kernel_ns <= end) continue;    // the kernel fits in what is left
+    std::uint64_t end = cleared + gap;
+    if (now_ns < end) {  // within its gap
+      if (end - now_ns < least_left) least_left = end - now_ns;
+      continue;
+    }
+    // Expected back any moment: nothing more may be queued, for a while.
     std::uint64_t since = g_seen[slot].gap_since_ns.load(std::memory_order_relaxed);
     if (since == 0) {
       g_seen[slot].gap_since_ns.store(now_ns, std::memory_order_relaxed);
     } else if (now_ns - since >= kYieldHoldMaxNs) {
       continue;  // never back: its gap says nothing
     }
-    std::uint64_t wait = end > now_ns ? end - now_ns : kMaxGapSleepNs;
-    if (wait > kMaxGapSleepNs) wait = kMaxGapSleepNs;
-    if (wait > sleep) sleep = wait;
+    held = true;
+    std::uint64_t retry = cleared + 2 * gap - now_ns;
+    if (retry > kMaxRetryNs) retry = kMaxRetryNs;
+    if (retry > grant.retry_ns) grant.retry_ns = retry;
   }
-  return sleep;
+  if (held) return grant;
+  grant.free = least_left == ~0ull;
+  grant.grant_ns = grant.free ? kYieldFreeGrantNs : least_left;
+  return grant;
 }
 
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns) {

@@ -64,15 +64,35 @@ void yield_reset_stream();
 /// mark held for kYieldHoldMaxNs (CLOCK_MONOTONIC `now_ns`) is not.
 const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns);
 
-/// When no followed job is busy: how long to sleep before a kernel of
-/// about `kernel_ns` may start, 0 when it may start now. A kernel that
-/// would still run when a followed job's gap ends (its last clear plus its
-/// estimated gap) waits for the gap's end; the job is then expected back,
-/// and is waited for until twice its gap has passed, after which its
-/// pattern is taken as broken and the kernel goes. At most 1 ms at a time;
-/// a job not seen busy while its gap held launches back for
-/// kYieldHoldMaxNs is not waited for until it is.
-std::uint64_t yield_gap_sleep(std::uint64_t mask, std::uint64_t now_ns, std::uint64_t kernel_ns);
+/// What a gated launch of a follower may do now (yield_grant).
+struct YieldGrant {
+  /// A followed production job has GPU work in flight: wait on this word.
+  const std::atomic<std::uint32_t>* busy = nullptr;
+  /// Otherwise: how much GPU work the follower may have queued now, in
+  /// nanoseconds: what is left of the followed jobs' expected gaps (the
+  /// smallest), or kYieldFreeGrantNs where no gap is known or a job is long
+  /// overdue; 0 while a job is expected back any moment.
+  std::uint64_t grant_ns = 0;
+  /// With a grant of 0: when to look again (at most 1 ms).
+  std::uint64_t retry_ns = 0;
+  /// No followed job is busy or within a known gap (kYieldFreeGrantNs):
+  /// nothing says when production comes back.
+  bool free = false;
+};
+
+/// The queued work a follower may hold while no followed job has a known
+/// gap (none measured yet, or one twice overdue: it paused): about one
+/// time slice, so a job that returns unannounced waits for at most that.
+inline constexpr std::uint64_t kYieldFreeGrantNs = 2'000'000;
+
+/// For a gated launch under `mask` at CLOCK_MONOTONIC `now_ns`: a busy
+/// followed job (yield_busy_word's rule), else the GPU time the follower
+/// may keep queued. A job's gap is its last clear plus its estimated gap;
+/// past its end the job is expected back and the grant is 0, until twice
+/// its gap has passed (then its pattern is taken as broken) or the rule
+/// has held launches back for kYieldHoldMaxNs without the job being seen
+/// busy (a page that always says "back soon" but never is).
+YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns);
 
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);

@@ -15,6 +15,17 @@ namespace gpushare::interpose {
 namespace {
 
 constexpr int kRing = 64;
+// Marker events of the yield's bursts: a ring, at most kMarkers - 2 in
+// flight so that the last finished marker's event is still there to time
+// the next one against.
+constexpr int kMarkers = 16;
+// A marker after every this many launches of a burst: finished work is
+// learned within a few dozen short kernels, at one event per 32 launches.
+constexpr std::uint64_t kMarkerEvery = 32;
+// The GPU work a follower may keep queued while a followed production job
+// is busy, at the loop's full level: what that job's synchronisation may
+// wait for (a slice's worth of it on a time-sliced GPU, plus a switch).
+constexpr std::uint64_t kBusyGrantNs = 1'000'000;
 // The longest one yield wait lasts before the limits are read again.
 constexpr std::uint64_t kYieldWaitNs = 10'000'000;
 
@@ -32,6 +43,17 @@ struct DeviceGate {
   bool timed[kRing] = {};
   CUevent start[kRing] = {};
   CUevent end[kRing] = {};
+  // The yield's bursts (throttle.h): admission state, and the markers.
+  BurstState burst;
+  bool burst_fresh = true;  ///< the next launch starts a burst (after a wait)
+  std::uint64_t burst_id = 0;
+  CUevent marker[kMarkers] = {};
+  std::uint64_t marker_issued[kMarkers] = {};  ///< burst.issued when recorded
+  std::uint64_t marker_burst[kMarkers] = {};
+  int marker_head = 0;
+  int marker_count = 0;
+  int last_done_marker = -1;  ///< the newest finished marker's slot, or -1
+  std::uint64_t last_marker_issued = 0;
 };
 
 constinit DeviceGate g_gates[kMaxDevices];
@@ -69,7 +91,9 @@ bool ensure_events(DeviceGate& gate) {
   // Timing stays enabled: a compute cap needs the elapsed time.
   for (int i = 0; i < kRing; ++i) {
     if (real.real_cuEventCreate(&gate.start[i], CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS ||
-        real.real_cuEventCreate(&gate.end[i], CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS) {
+        real.real_cuEventCreate(&gate.end[i], CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS ||
+        (i < kMarkers &&
+         real.real_cuEventCreate(&gate.marker[i], CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS)) {
       GS_WARN(
           "cannot create events to track throttled launches; the queued-work bound and "
           "compute cap are not enforced");
@@ -123,9 +147,125 @@ void reap(DeviceGate& gate, bool wait_oldest) {
   }
 }
 
+// Records a marker after the launches issued so far (at most
+// kMarkers - 2 in flight: beyond, the oldest is waited for first).
+void record_marker(DeviceGate& gate, CUstream stream, bool per_thread);
+
+// Retires finished markers from the ring's head: the launches before each
+// are done, and the GPU time between two finished markers of one burst
+// teaches the cost per launch and is debited from a compute cap. With
+// `until` > 0, first waits (in the driver, sleeping) for the markers up to
+// the one that reached `until` launches.
+void reap_markers(DeviceGate& gate, std::uint64_t until) {
+  const RealDriver& real = g_runtime.real;
+  while (gate.marker_count > 0) {
+    int slot = gate.marker_head;
+    if (until > 0 && gate.marker_issued[slot] <= until) {
+      if (real.real_cuEventSynchronize != nullptr) real.real_cuEventSynchronize(gate.marker[slot]);
+    } else if (real.real_cuEventQuery(gate.marker[slot]) == CUDA_ERROR_NOT_READY) {
+      return;
+    }
+    int previous = gate.last_done_marker;
+    std::uint64_t launches = gate.marker_issued[slot] - gate.burst.done;
+    float ms = 0;
+    if (previous >= 0 && launches > 0 && gate.marker_burst[previous] == gate.marker_burst[slot] &&
+        real.real_cuEventElapsedTime != nullptr &&
+        real.real_cuEventElapsedTime(&ms, gate.marker[previous], gate.marker[slot]) ==
+            CUDA_SUCCESS &&
+        ms > 0) {
+      auto gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+      burst_learn(&gate.burst, launches, gpu_ns);
+      throttle_finished(&gate.state, gpu_ns);  // the cap's debit, for free grants
+      g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
+    }
+    gate.burst.done = gate.marker_issued[slot];
+    gate.last_done_marker = slot;
+    gate.marker_head = (gate.marker_head + 1) % kMarkers;
+    --gate.marker_count;
+  }
+}
+
+void record_marker(DeviceGate& gate, CUstream stream, bool per_thread) {
+  if (gate.marker_count >= kMarkers - 2) reap_markers(gate, gate.marker_issued[gate.marker_head]);
+  int slot = (gate.marker_head + gate.marker_count) % kMarkers;
+  if (record(gate.marker[slot], stream, per_thread) != CUDA_SUCCESS) return;
+  gate.marker_issued[slot] = gate.burst.issued;
+  gate.marker_burst[slot] = gate.burst_id;
+  gate.last_marker_issued = gate.burst.issued;
+  ++gate.marker_count;
+}
+
+// Sleeps `ns` with the gate's mutex released; the next launch starts a
+// new burst (the GPU may idle meanwhile: no stretch is timed across it).
+void sleep_unlocked(DeviceGate& gate, std::uint64_t ns) {
+  pthread_mutex_unlock(&gate.mutex);
+  timespec pause{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+  nanosleep(&pause, nullptr);
+  pthread_mutex_lock(&gate.mutex);
+}
+
+// The yield's admission for one launch (the essay in throttle.h): true when
+// it may go now; otherwise it waited for something (the followed job's
+// clear, our queued work, or time) and the caller asks again.
+bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream,
+                 bool per_thread, std::uint64_t now) {
+  bool tracked = ensure_events(gate);
+  if (tracked) reap_markers(gate, 0);
+  coord::YieldGrant grant = coord::yield_grant(limits.yield_mask, now);
+  double level = limits.compute_cap_ppm != kThrottleNoLimit
+                     ? static_cast<double>(limits.compute_cap_ppm) / 1e6
+                     : 1.0;
+  std::uint64_t allowed = grant.grant_ns;
+  if (grant.free) {
+    // Nothing says when production is back: the loop's level is a share of
+    // GPU time, kept by the cap's bucket (debited by the markers), and one
+    // launch may always be queued, whatever it costs.
+    if (std::uint64_t sleep = cap_sleep_ns(&gate.state, limits, now); sleep > 0) {
+      sleep_unlocked(gate, sleep);
+      gate.burst_fresh = true;
+      return false;
+    }
+    if (gate.burst.issued == gate.burst.done) return true;
+  } else if (gate.state.time_tokens_ns < 0) {
+    // Work in production's gaps, or beside it within the busy grant, is not
+    // charged to the share: only what runs while nothing is known is.
+    gate.state.time_tokens_ns = 0;
+  }
+  if (grant.busy != nullptr) {
+    // Production is at work: only the loop's part of kBusyGrantNs may be
+    // queued beside it (what its synchronisation may have to wait for).
+    allowed = static_cast<std::uint64_t>(static_cast<double>(kBusyGrantNs) * level);
+  }
+  if (!tracked) {  // no markers: no bound on queued work, so only in gaps
+    if (grant.busy == nullptr && allowed > 0) return true;
+  } else if (burst_room(gate.burst, allowed) > 0) {
+    return true;
+  } else if (gate.burst.issued > gate.burst.done) {
+    // Our queued work fills the grant: wait, in the driver, until half of
+    // it is done (one wake-up per half grant, not per launch).
+    if (gate.burst.issued > gate.last_marker_issued) record_marker(gate, stream, per_thread);
+    std::uint64_t target = burst_wait_target(gate.burst, allowed);
+    reap_markers(gate, target > gate.burst.done ? target : gate.burst.done + 1);
+    return false;
+  }
+  if (grant.busy != nullptr) {  // not even one launch beside it: one wake-up at its clear
+    pthread_mutex_unlock(&gate.mutex);
+    coord::yield_wait(grant.busy, kYieldWaitNs);
+    pthread_mutex_lock(&gate.mutex);
+    gate.burst_fresh = true;
+    return false;
+  }
+  // Nothing queued and no room for one launch: the followed job is expected
+  // back, or what is left of its gap is shorter than our launches.
+  std::uint64_t wait = grant.retry_ns > 0 ? grant.retry_ns : grant.grant_ns;
+  sleep_unlocked(gate, wait > 1000 ? (wait < kMaxSleepNs ? wait : kMaxSleepNs) : 1000);
+  gate.burst_fresh = true;
+  return false;
+}
+
 // Waits until the limits let a launch go (the mutex held, except while
 // sleeping). Returns the limits in force when it may.
-ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
+ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool per_thread) {
   ThrottleLimits limits = read_limits(device);
   std::uint64_t waited = 0;
   while (limits.any()) {
@@ -133,18 +273,7 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
     std::uint64_t now = now_ns();
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
     if (decision.wait == ThrottleWait::kNone) {
-      const std::atomic<std::uint32_t>* busy = coord::yield_busy_word(limits.yield_mask, now);
-      std::uint64_t gap_sleep =
-          busy == nullptr ? coord::yield_gap_sleep(limits.yield_mask, now, gate.kernel_ns) : 0;
-      if (busy == nullptr && gap_sleep == 0) break;
-      pthread_mutex_unlock(&gate.mutex);
-      if (busy != nullptr) {
-        coord::yield_wait(busy, kYieldWaitNs);
-      } else {
-        timespec pause{0, static_cast<long>(gap_sleep)};
-        nanosleep(&pause, nullptr);
-      }
-      pthread_mutex_lock(&gate.mutex);
+      if (limits.yield_mask == 0 || burst_admit(gate, limits, stream, per_thread, now)) break;
     } else if (decision.wait == ThrottleWait::kOldest) {
       if (gate.count == 0) break;  // nothing tracked to wait for
       reap(gate, true);
@@ -153,6 +282,7 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device) {
       timespec pause{0, static_cast<long>(decision.sleep_ns)};
       nanosleep(&pause, nullptr);
       pthread_mutex_lock(&gate.mutex);
+      gate.burst_fresh = true;  // the GPU may have idled: no stretch timed across it
     }
     waited += now_ns() - now;
     limits = read_limits(device);  // live: a raise or a cut counts at once
@@ -170,7 +300,7 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
   if (device < 0) return ticket;
   DeviceGate& gate = g_gates[device];
   pthread_mutex_lock(&gate.mutex);
-  ThrottleLimits limits = wait_for_turn(gate, device);
+  ThrottleLimits limits = wait_for_turn(gate, device, stream, per_thread);
   if (!limits.any()) {
     throttle_reset(&gate.state);
     pthread_mutex_unlock(&gate.mutex);
@@ -180,6 +310,16 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
   ticket.device = device;
   ticket.stream = stream;
   ticket.per_thread = per_thread;
+  if (limits.yield_mask != 0) {
+    // A burst's launch: not tracked by itself; markers follow the burst.
+    ticket.burst = true;
+    if (gate.burst_fresh && ensure_events(gate)) {
+      ++gate.burst_id;
+      record_marker(gate, stream, per_thread);  // the burst's start, to time it from
+    }
+    gate.burst_fresh = false;
+    return ticket;
+  }
   if (ensure_events(gate)) {
     if (gate.count == kRing) reap(gate, true);  // the ring is the last bound
     int slot = (gate.head + gate.count) % kRing;
@@ -194,6 +334,12 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
 void throttle_after(LaunchTicket* ticket, CUresult result) {
   if (ticket->device < 0) return;
   DeviceGate& gate = g_gates[ticket->device];
+  if (ticket->burst && result == CUDA_SUCCESS) {
+    ++gate.burst.issued;
+    if (gate.ready && gate.burst.issued - gate.last_marker_issued >= kMarkerEvery) {
+      record_marker(gate, ticket->stream, ticket->per_thread);
+    }
+  }
   if (ticket->slot >= 0 && result == CUDA_SUCCESS &&
       record(gate.end[ticket->slot], ticket->stream, ticket->per_thread) == CUDA_SUCCESS) {
     gate.timed[ticket->slot] = ticket->timed;
@@ -208,6 +354,7 @@ void throttle_reap_all() {
     if (!gate.ready) continue;
     if (pthread_mutex_trylock(&gate.mutex) != 0) continue;  // a launcher is at work
     reap(gate, false);
+    reap_markers(gate, 0);
     pthread_mutex_unlock(&gate.mutex);
   }
 }
@@ -221,6 +368,11 @@ void throttle_after_fork() {
     gate.ready = false;
     gate.failed = false;
     gate.head = gate.count = 0;
+    gate.burst = BurstState{};
+    gate.burst_fresh = true;
+    gate.marker_head = gate.marker_count = 0;
+    gate.last_done_marker = -1;
+    gate.last_marker_issued = 0;
   }
 }
 

@@ -13,17 +13,30 @@
 // holds the device's throttle mutex from the gate to throttle_after, so
 // launches of several threads on one device are counted in order.
 //
-// Yield (control_block.h, layout 4): when the limits page names yield
-// slots for the device, a launch that the limits let go then waits while a
-// followed production job marks GPU work in flight: a futex wait on its
-// busy word, woken when the production job synchronises, with a timeout of
-// kYieldWaitNs after which the limits are read again (so a mask the
-// coordinator withdraws, or a producer that died, holds nobody longer).
-// A launch when no followed job is busy still waits if its kernel (the
-// smoothed GPU time of this device's tracked launches) would outlast the
-// followed job's expected gap (coord/job/yield.h, yield_gap_sleep). Each
-// launch passes the loop's share first, so the yield only moves an
-// opportunistic job's work into the production job's idle time.
+// Yield bursts (control_block.h, layout 4). When the limits page names
+// yield slots for the device, an opportunistic job's launches are admitted
+// by GPU time, never one at a time: a framework step is hundreds of kernels
+// of a few microseconds, and a wake-up or a round trip per launch (the
+// earlier design: one launch in flight, a futex wait per launch) left such
+// a job 3-9% of its speed. The follower may keep a grant of GPU work
+// queued: while no followed production job is busy, what is left of that
+// job's expected gap (its last clear plus its estimated gap: the work ends
+// by the time it is expected back), or kYieldFreeGrantNs where no gap is
+// known; while one is busy, the loop's level (compute_cap_ppm, 1 without
+// one) times kBusyGrantNs, which bounds what its synchronisation can find
+// queued ahead of it. Queued work is launches issued minus launches known
+// finished, times the learned GPU time per launch; finished work is learned
+// from marker events recorded every kMarkerEvery launches and when the
+// grant is full, which also time the bursts (the cost per launch, taken
+// higher at once and lower by an eighth). When the grant is full the
+// launch waits, in the driver, until half of it is done; when not even one
+// launch fits beside a busy job it waits once on the job's busy word
+// (futex, at most kYieldWaitNs) and then gets a whole gap's grant; past a
+// gap's expected end nothing more is queued until the job is back or twice
+// its gap has passed. So a follower wakes once per half grant, not per
+// launch, and a production job that returns finds at most a grant queued,
+// which the time-sliced GPU interleaves with its own work. Without events
+// the grant alone admits launches, in gaps only.
 //
 // Tracking: each gated launch is followed by an event recorded in its
 // stream (cuEventRecord_ptsz for per-thread-default-stream variants) and
@@ -45,6 +58,7 @@ struct LaunchTicket {
   int device = -1;     ///< -1: nothing held, nothing to do after the launch
   int slot = -1;       ///< the ring slot whose events track this launch, or -1
   bool timed = false;  ///< a start event was recorded
+  bool burst = false;  ///< a launch of a yield burst (counted, not tracked alone)
   bool per_thread = false;
   CUstream stream = nullptr;
 };

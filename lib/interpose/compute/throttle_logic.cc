@@ -44,9 +44,6 @@ void refill_time(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t n
 std::uint64_t queue_bound(const ThrottleLimits& limits) {
   std::uint64_t bound = limits.max_queued;
   if (limits.compute_cap_ppm != kThrottleNoLimit && bound > kCapQueue) bound = kCapQueue;
-  // Following a production job's yield: one launch in flight, so that at
-  // most one of ours overlaps its next launch.
-  if (limits.yield_mask != 0) bound = 1;
   if (bound == 0) bound = 1;  // nothing queued at all would stop the job for good
   return bound;
 }
@@ -55,7 +52,10 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
                                  std::uint64_t now) {
   ThrottleDecision decision;
   bool budgeted = limits.launch_budget != kThrottleNoLimit;
-  bool capped = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0;
+  // Under a yield mask the cap scales the bursts' grants instead
+  // (throttle.cc): no bucket of GPU time.
+  bool capped = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0 &&
+                limits.yield_mask == 0;
   if (budgeted) {
     refill_launches(s, limits, now);
   } else {
@@ -63,8 +63,8 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
   }
   if (capped) {
     refill_time(s, limits, now);
-  } else {
-    s->time_refill_ns = 0;
+  } else if (limits.compute_cap_ppm == kThrottleNoLimit || limits.compute_cap_ppm == 0) {
+    s->time_refill_ns = 0;  // no cap: a later one starts empty (a yield keeps its bucket)
   }
 
   std::uint64_t bound = queue_bound(limits);
@@ -96,6 +96,14 @@ ThrottleDecision throttle_decide(ThrottleState* s, const ThrottleLimits& limits,
   return decision;
 }
 
+std::uint64_t cap_sleep_ns(ThrottleState* s, const ThrottleLimits& limits, std::uint64_t now) {
+  if (limits.compute_cap_ppm == kThrottleNoLimit || limits.compute_cap_ppm == 0) return 0;
+  refill_time(s, limits, now);
+  if (s->time_tokens_ns > 0) return 0;
+  double rate = static_cast<double>(limits.compute_cap_ppm) / 1e6;
+  return clamp_sleep(-s->time_tokens_ns / rate);
+}
+
 void throttle_launched(ThrottleState* s, const ThrottleLimits& limits, bool tracked) {
   if (limits.launch_budget != kThrottleNoLimit) s->launch_tokens -= 1;
   if (tracked) ++s->queued;
@@ -111,6 +119,29 @@ void throttle_reset(ThrottleState* s) {
   s->launch_refill_ns = 0;
   s->time_tokens_ns = 0;
   s->time_refill_ns = 0;
+}
+
+double burst_cost(const BurstState& s) { return s.launch_ns > 0 ? s.launch_ns : kInitialLaunchNs; }
+
+std::uint64_t burst_room(const BurstState& s, std::uint64_t grant_ns) {
+  double cost = burst_cost(s);
+  double queued = static_cast<double>(s.issued - s.done) * cost;
+  double left = static_cast<double>(grant_ns) - queued;
+  if (left < cost) return 0;
+  return static_cast<std::uint64_t>(left / cost);
+}
+
+std::uint64_t burst_wait_target(const BurstState& s, std::uint64_t grant_ns) {
+  std::uint64_t keep = static_cast<std::uint64_t>(static_cast<double>(grant_ns) / 2 / burst_cost(s));
+  return s.issued > keep ? s.issued - keep : s.done;
+}
+
+void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns) {
+  if (launches == 0 || gpu_ns == 0) return;
+  double each = static_cast<double>(gpu_ns) / static_cast<double>(launches);
+  // A higher figure at once, a lower one by an eighth: underestimating
+  // queues more than a gap holds, and production waits for it.
+  s->launch_ns = s->launch_ns <= 0 || each > s->launch_ns ? each : s->launch_ns - (s->launch_ns - each) / 8;
 }
 
 }  // namespace gpushare::interpose

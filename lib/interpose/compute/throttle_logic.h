@@ -62,14 +62,19 @@ struct ThrottleDecision {
   std::uint64_t sleep_ns = 0;  ///< for kSleep: at most kMaxSleepNs
 };
 
-/// The queued-work bound in force: max_queued, tightened to kCapQueue
-/// under a compute cap and to 1 under a yield mask; kThrottleNoLimit for
-/// none.
+/// The queued-work bound in force on tracked launches: max_queued,
+/// tightened to kCapQueue under a compute cap; kThrottleNoLimit for none.
+/// Launches under a yield mask are not tracked one by one (BurstState).
 std::uint64_t queue_bound(const ThrottleLimits& limits);
 
 /// Refills the buckets to `now_ns` and says whether a launch may go now.
 ThrottleDecision throttle_decide(ThrottleState* state, const ThrottleLimits& limits,
                                  std::uint64_t now_ns);
+
+/// The compute cap's bucket alone (for the yield's free grants): 0 when a
+/// launch may go now, else how long to sleep (at most kMaxSleepNs).
+std::uint64_t cap_sleep_ns(ThrottleState* state, const ThrottleLimits& limits,
+                           std::uint64_t now_ns);
 
 /// A launch went: takes its launch token; `tracked` when its completion
 /// will be reported by throttle_finished.
@@ -80,5 +85,34 @@ void throttle_finished(ThrottleState* state, std::uint64_t gpu_ns);
 
 /// Limits were lifted: forget the buckets (a later limit starts full).
 void throttle_reset(ThrottleState* state);
+
+/// A follower's admission under a yield mask (throttle.cc explains it):
+/// launches issued, launches known finished (by marker events), and the
+/// GPU time one launch takes, learned from finished markers.
+struct BurstState {
+  std::uint64_t issued = 0;
+  std::uint64_t done = 0;
+  double launch_ns = 0;  ///< 0: not learned yet (kInitialLaunchNs is assumed)
+};
+
+/// What one launch is assumed to cost before any was measured: high, so
+/// that the first grant queues little work of an unknown job.
+inline constexpr double kInitialLaunchNs = 200'000;
+
+/// Launches that may go now when `grant_ns` of queued GPU time is allowed:
+/// each costs the learned launch_ns, and the unfinished ones count first.
+std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
+
+/// The launches that must have finished before `room` more may go under
+/// `grant_ns`, leaving half the grant free (so that waits come in bulk):
+/// the issued count a marker must have reached.
+std::uint64_t burst_wait_target(const BurstState& state, std::uint64_t grant_ns);
+
+/// A stretch of `launches` launches took `gpu_ns` from its first start
+/// to its last end: learn the cost per launch (a higher figure is taken at
+/// once, a lower one by an eighth: an underestimate queues more than a gap
+/// holds; a stretch may also count other contexts' work or the job's CPU
+/// pace, which errs toward queuing less).
+void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns);
 
 }  // namespace gpushare::interpose
