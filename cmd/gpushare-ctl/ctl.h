@@ -40,7 +40,7 @@ int pause(const CtlOptions& options, bool pause);
 int watch(const CtlOptions& options);
 /// The node's state in Prometheus' text format (lib/coord/contract/metrics_text.h).
 int metrics(const CtlOptions& options);
-/// Issue 11: suspend frees a job's device memory; resume brings it back
+/// Suspend frees a job's device memory; resume brings it back
 /// (and lets a paused job run). Both wait for the move unless --no-wait.
 int suspend(const CtlOptions& options);
 int resume(const CtlOptions& options);

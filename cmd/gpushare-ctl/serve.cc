@@ -6,18 +6,13 @@
 // (with "metrics_address":"HOST:PORT" when --metrics-listen is given)
 // so that whoever started it (gpushare-run, a test, a unit file) can wait
 // for that line instead of polling the socket.
-#include <fcntl.h>
 #include <grp.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,74 +20,18 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
+#include "common/log_file.h"
 #include "common/units.h"
 #include "coord/server/listener.h"
 #include "coord/server/metrics_http.h"
 #include "coord/server/server.h"
+#include "coord/server/stop_signals.h"
 #include "ctl.h"
 
 namespace gpushare::ctl {
 namespace {
 
 namespace diag = gpushare::diag;
-
-// Log lines carry a UTC timestamp: a coordinator runs for days.
-std::string stamped(const std::string& message) {
-  timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  tm utc;
-  gmtime_r(&now.tv_sec, &utc);
-  char stamp[40];
-  std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", now.tv_nsec / 1000000);
-  return std::string(stamp) + " " + message;
-}
-
-struct Signals {
-  int fd = -1;
-  ~Signals() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-// SIGTERM and SIGINT arrive on a descriptor the event loop watches; SIGPIPE
-// (a peer gone mid-reply) and SIGHUP (a closed terminal) are ignored.
-bool take_signals(Signals& signals) {
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  if (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) return false;
-  signal(SIGPIPE, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
-  signals.fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  return signals.fd >= 0;
-}
-
-// Appends to the log without following a link at its name (one planted there
-// would make a coordinator, root's included, write wherever it points), and
-// only to a regular file.
-Result<std::FILE*> open_log(const std::string& path) {
-  int fd =
-      open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-  if (fd < 0) {
-    return make_error(
-        "cannot open log file '" + path +
-        "': " + (errno == ELOOP ? std::string("it is a symbolic link") : std::strerror(errno)));
-  }
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    return make_error("log file '" + path + "' is not a regular file");
-  }
-  std::FILE* log = fdopen(fd, "a");
-  if (log == nullptr) {
-    close(fd);
-    return make_error("cannot open log file '" + path + "': " + std::strerror(errno));
-  }
-  std::setvbuf(log, nullptr, _IOLBF, 0);
-  return log;
-}
 
 // Why serve() stops before running: the message and the exit status.
 struct Refusal {
@@ -150,7 +89,7 @@ std::optional<Refusal> prepare_directory_and_log(const CtlOptions& options,
     return Refusal{ready.error().message};
   }
   if (!options.log_file.empty()) {
-    Result<std::FILE*> opened = open_log(options.log_file);
+    Result<std::FILE*> opened = open_log_file(options.log_file);
     if (!opened) return Refusal{opened.error().message};
     *log = *opened;
     diag::set_stream(*log);
@@ -161,21 +100,18 @@ std::optional<Refusal> prepare_directory_and_log(const CtlOptions& options,
 
 // The one stdout record: whoever started us waits for it.
 void announce(const std::string& path, const std::string& metrics_address) {
-  diag::note(stamped("coordinator " + std::to_string(getpid()) + " listening on " + path));
+  diag::note(utc_stamped("coordinator " + std::to_string(getpid()) + " listening on " + path));
   nlohmann::ordered_json ready = {{"socket", path}, {"pid", getpid()}};
   if (!metrics_address.empty()) ready["metrics_address"] = metrics_address;
   JsonLinesWriter(std::cout).write("coordinator", 1, ready);
 }
 
-void note_stop(coord::StopReason reason, const CtlOptions& options, int signal_fd) {
+void note_stop(coord::StopReason reason, const CtlOptions& options, coord::StopSignals& signals) {
   if (reason == coord::StopReason::kIdle) {
-    diag::note(stamped("no jobs for " + options.idle_grace + "; exiting"));
+    diag::note(utc_stamped("no jobs for " + options.idle_grace + "; exiting"));
     return;
   }
-  signalfd_siginfo info{};
-  ssize_t n = read(signal_fd, &info, sizeof info);
-  const char* name = n == sizeof info ? sigabbrev_np(static_cast<int>(info.ssi_signo)) : nullptr;
-  diag::note(stamped(std::string("stopping on SIG") + (name != nullptr ? name : "TERM")));
+  diag::note(utc_stamped(std::string("stopping on SIG") + signals.received_name()));
 }
 
 void close_log(std::FILE* log) {
@@ -193,14 +129,12 @@ int serve(const CtlOptions& options) {
   if (std::optional<Refusal> refused = prepare_directory_and_log(options, server, &log)) {
     return refuse(*refused);
   }
-  server.note = [](const std::string& line) { diag::note(stamped(line)); };
-  server.warning = [](const std::string& line) { diag::warning(stamped(line)); };
+  server.note = [](const std::string& line) { diag::note(utc_stamped(line)); };
+  server.warning = [](const std::string& line) { diag::warning(utc_stamped(line)); };
 
-  Signals signals;
-  if (!take_signals(signals)) {
-    return refuse({std::string("cannot take signals: ") + std::strerror(errno)});
-  }
-  server.stop_fd = signals.fd;
+  coord::StopSignals signals;
+  if (Status taken = signals.take(); !taken) return refuse({taken.error().message});
+  server.stop_fd = signals.fd();
 
   Result<std::unique_ptr<coord::Server>> coordinator = coord::Server::open(std::move(server));
   if (!coordinator) return refuse({coordinator.error().message});
@@ -208,7 +142,7 @@ int serve(const CtlOptions& options) {
 
   Result<coord::StopReason> stopped = (*coordinator)->run();
   if (!stopped) return refuse({stopped.error().message});
-  note_stop(*stopped, options, signals.fd);
+  note_stop(*stopped, options, signals);
   coordinator->reset();  // closes every connection and removes the socket
   close_log(log);
   return exit_status::kSuccess;

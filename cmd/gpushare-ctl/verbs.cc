@@ -156,7 +156,7 @@ Moved poll_until_moved(coord::CtlConnection& connection, const CtlOptions& optio
   return *records ? Moved::kDone : Moved::kError;
 }
 
-// Issue 11: sends a suspend or resume, then waits while the job is `moving`
+// Sends a suspend or resume, then waits while the job is `moving`
 // (suspending, resuming) unless --no-wait: the job's interposer moves the
 // memory at the link's speed, so how long this takes depends on how much it
 // holds. A job that exits meanwhile: a suspend failed, a resume finished.

@@ -1,4 +1,4 @@
-// The lifetime of a job's tree file (issue 18, item 5), owned by
+// The lifetime of a job's tree file, owned by
 // gpushare-run: created before exec, removed by a janitor once no process
 // of the job is left (job_tree.cc).
 #pragma once

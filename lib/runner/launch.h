@@ -23,7 +23,7 @@ struct RunRequest {
   std::optional<std::string> compute;  ///< -p compute=N%: a cap on the share of GPU time
   bool sim = false;
   /// --suspendable: plain device memory backed so that `gpushare-ctl
-  /// suspend` can free it (GPUSHARE_SUSPENDABLE=on; issue 11).
+  /// suspend` can free it (GPUSHARE_SUSPENDABLE=on).
   bool suspendable = false;
   std::vector<std::string> properties;  ///< KEY=VALUE, applied after the named options
   std::vector<std::string> command;

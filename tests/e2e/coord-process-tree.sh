@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A job is the process tree of one gpushare-run (issue 18, item 5), in the
+# A job is the process tree of one gpushare-run, in the
 # coordinator's view too. The job (a shell) starts two CUDA processes that
 # hold memory at once; then:
 #  - ls shows ONE job, with both pids, their summed usage and one limit

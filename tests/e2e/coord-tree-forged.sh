@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plays a co-tenant who tries to join another user's job (issue 18, item 5).
+# Plays a co-tenant who tries to join another user's job.
 # A job's processes are grouped by the tree file they pass with their
 # registration (a descriptor, SCM_RIGHTS), which the coordinator checks
 # itself: a regular file owned by the registering uid and open to nobody

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plays a job that lifts its own limit in-process (issue 18, item 6): it
+# Plays a job that lifts its own limit in-process: it
 # maps a private copy of the coordinator's limits page over the shared one
 # (mmap MAP_FIXED) and allocates 4 GiB under a 1 GiB limit. The interposer
 # is cooperative and cannot stop that; the coordinator must not be blind to

@@ -23,7 +23,7 @@ done
 
 # A guarded entry point bound at a legacy variant (the 32-bit cuMemAlloc of
 # CUDA 3.0, through cuGetProcAddress) was once handed out unwrapped and named
-# here as escaped; the interposer now wraps it (issue 18, item 7), so the
+# here as escaped; the interposer now wraps it, so the
 # check finds nothing escaped. (The simulated driver does not implement the
 # 32-bit ABI, so the stand-in's allocations fail and the check still fails.)
 unset GPUSHARE_DISABLE

@@ -37,7 +37,7 @@ expect_grep 'cuGetProcAddress\(cuMemAlloc, 3020, 0\): cuMemAlloc_v2, wrapped' "$
 client GPUSHARE_LOG=debug -- "$gs_client" --bind resolver --version 13000 --flags 2 launch 1
 expect_grep 'cuGetProcAddress\(cuLaunchKernel, 13000, 2\): cuLaunchKernel_ptsz, wrapped' "$scratch/err"
 expect_grep 'cuGetProcAddress\(cuMemAllocAsync, 13000, 2\): cuMemAllocAsync_ptsz, wrapped' "$scratch/err"
-# Copies are wrapped since issue 11 (held while suspended); module loading
+# Copies are wrapped (held while suspended); module loading
 # is an entry point we do not wrap.
 expect_grep 'cuGetProcAddress\(cuMemcpyHtoD, 13000, 2\): cuMemcpyHtoD_v2_ptds, wrapped' "$scratch/err"
 expect_grep 'cuGetProcAddress\(cuModuleLoadData, 13000, 2\): cuModuleLoadData, passed through' "$scratch/err"

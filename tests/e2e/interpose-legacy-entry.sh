@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The legacy entry points (issue 18, item 7): cuMemAlloc, cuMemAllocPitch,
+# The legacy entry points: cuMemAlloc, cuMemAllocPitch,
 # cuMemFree, cuMemGetInfo, cuDeviceTotalMem, cuArrayCreate, cuArray3DCreate,
 # cuCtxCreate and cuCtxDestroy requested through cuGetProcAddress at CUDA
 # 2000 and 3000 get the 32-bit-size ABI. The interposer once handed them

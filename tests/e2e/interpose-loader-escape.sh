@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Plays a job whose library reaches the driver where LD_PRELOAD cannot see
-# it (issue 18, item 4): loaded with RTLD_DEEPBIND (its own libcuda.so.1
+# it: loaded with RTLD_DEEPBIND (its own libcuda.so.1
 # binds before the preloaded interposer) or with dlmopen(LM_ID_NEWLM) (a
 # namespace of its own with its own copy of the driver), calling cuMemAlloc
 # directly or binding through dlopen + dlsym + cuGetProcAddress as a

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Plays a job that escapes its memory limit through memory pools (issue 18,
-# item 3): a new pool per 256 MiB chunk, allocate, free stream-ordered. A
+# Plays a job that escapes its memory limit through memory pools: a new pool per 256 MiB chunk, allocate, free stream-ordered. A
 # pool keeps what it reserved (with release threshold max always, with the
 # default 0 until a synchronisation), so the job must be charged what its
 # pools reserve, on the pool's own device. Under a 1 GiB limit on a 16 GiB

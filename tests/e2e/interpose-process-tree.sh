@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A job is a process tree (issue 18, item 5): what gpushare-run starts, and
+# A job is a process tree: what gpushare-run starts, and
 # everything that starts, share one limit per device. A shell runs a first
 # client that holds 768 MiB and then a second one: under --mem-limit 1GiB
 # the second may take only the 256 MiB left (each process once had the full

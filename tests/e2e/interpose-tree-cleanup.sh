@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The job's tree file (issue 18, item 5) lives exactly as long as the job,
+# The job's tree file lives exactly as long as the job,
 # however its processes die. gpushare-run creates it and leaves a janitor
 # that removes it once no process of the job is left:
 #  - the job's first process is SIGKILLed while a child holds memory: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18 (5): a job started without gpushare-run (the interposer preloaded
+# A job started without gpushare-run (the interposer preloaded
 # by hand, or by the Slurm TaskProlog) has no janitor; when all its
 # processes are killed, its tree file in /dev/shm is left behind. The next
 # process of the same user that starts a tree removes such files, and only

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Plays a job that escapes its memory limit through virtual memory
-# management (issue 18, item 2): cuMemCreate, map, then cuMemRelease while
+# management: cuMemCreate, map, then cuMemRelease while
 # the mapping lives. The physical memory is freed only at the last unmap,
 # so the charge must stay until then. Under a 1 GiB limit on a 16 GiB
 # simulated GPU the fifth 256 MiB handle is refused and the GPU, looked at

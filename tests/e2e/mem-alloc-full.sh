@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (2): an opportunistic allocation that the device's free memory
+# An opportunistic allocation that the device's free memory
 # cannot hold starts on the host (counted there, so ls and the simulator
 # agree) and comes to the device once a production job frees the room;
 # its data survives both.

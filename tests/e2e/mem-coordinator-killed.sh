@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (4): killing the coordinator (SIGKILL) while an opportunistic
+# Killing the coordinator (SIGKILL) while an opportunistic
 # job spills for a production allocation (a slow 1 GB/s link: the 512 MiB
 # move takes half a second) loses no job's data and leaks no device
 # memory. The job finishes the spill it started, so the production

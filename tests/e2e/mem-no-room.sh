@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: a production allocation that no spill can make room for (another
+# A production allocation that no spill can make room for (another
 # production job holds the device) fails with out-of-memory as soon as the
 # coordinator's arbiter has judged it, not at the end of its 2 s wait for a
 # spill. The fault this

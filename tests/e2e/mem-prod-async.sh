@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (2): a production job's stream-ordered allocations (cuMemAllocAsync
+# A production job's stream-ordered allocations (cuMemAllocAsync
 # from the device's pool, cuMemAllocFromPoolAsync from its own) that fit its
 # limit but not the device, because an opportunistic job holds the room,
 # wait for the opportunistic memory to spill and succeed, as cuMemAlloc

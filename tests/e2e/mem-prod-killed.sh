@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (4): killing the production job while the opportunistic job is
+# Killing the production job while the opportunistic job is
 # spilling for it (a slow 1 GB/s link: the 512 MiB move takes half a
 # second) loses none of the opportunistic job's data and leaks no device
 # memory: its memory comes back to the device once the production job is

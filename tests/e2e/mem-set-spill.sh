@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (2): `gpushare-ctl set JOB --mem-limit` below what an
+# `gpushare-ctl set JOB --mem-limit` below what an
 # opportunistic job holds moves its memory to the host instead of failing
 # its next allocation (which its starting limit still allows); the data
 # survives, and raising the limit again brings the memory back.

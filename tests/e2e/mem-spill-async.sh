@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (2) for stream-ordered memory on the simulated GPU (1 GiB,
+# Spill of stream-ordered memory on the simulated GPU (1 GiB,
 # eviction off, so only a spill makes room): an opportunistic job holds
 # 256 MiB from cuMemAllocAsync and 512 MiB from cuMemAllocFromPoolAsync
 # (a pool created without IPC handle types), both managed memory under the

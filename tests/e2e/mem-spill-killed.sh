@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (4): killing the opportunistic job in the middle of its spill (a
+# Killing the opportunistic job in the middle of its spill (a
 # slow 1 GB/s link, so the 512 MiB move takes half a second) loses nothing
 # of the production job and leaks no device memory: the production
 # allocation succeeds, and once both jobs are gone the whole device is free.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (2) on the simulated GPU (1 GiB, eviction off, so only a spill
+# Spill on the simulated GPU (1 GiB, eviction off, so only a spill
 # makes room): an opportunistic job holds 768 MiB of cuMemAlloc memory
 # (managed memory under the interposer); a production job then allocates
 # 640 MiB, which fits only once the opportunistic job moved 512 MiB to the

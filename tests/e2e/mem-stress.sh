@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (4): 100 cycles of production growth and release against two
+# 100 cycles of production growth and release against two
 # opportunistic gpushare-workload jobs, on a 1 GiB simulated GPU (eviction
 # off, so only a spill makes room; a fast link, 200 GB/s, so the test stays
 # short). Each opportunistic job holds one 256 MiB working set and checks

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3), bad input: another user may not suspend or resume a job
+# Suspend, bad input: another user may not suspend or resume a job
 # (exit 1, permission denied, nothing changed), with two real uids; the
 # owner may.
 . "$(dirname "$0")/common.inc"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3): while a job is suspended its device memory is unmapped, so
+# While a job is suspended its device memory is unmapped, so
 # every call that would touch it must wait for the resume instead of
 # failing: launches, allocations and 1D copies (mem-suspend), and memsets,
 # 2D/3D and peer copies (this test, with a memset). A suspendable job holds

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3, 4) on the simulated GPU (1 GiB, a slow 0.25 GB/s host link so
+# Suspend and kills on the simulated GPU (1 GiB, a slow 0.25 GB/s host link so
 # that a 768 MiB suspend takes about 3 s): killing a job in the middle
 # of its suspend leaks no device memory (NVML shows the device empty once
 # it is gone); killing the coordinator while a job is suspended leaves the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3) on the simulated GPU (1 GiB, eviction off): an opportunistic
+# Suspend of managed memory on the simulated GPU (1 GiB, eviction off): an opportunistic
 # job's cuMemAlloc memory is managed-backed, so any opportunistic job can be
 # suspended without --suspendable. Suspend prefetches its 512 MiB to the
 # host (the simulator's own count of its device-resident managed bytes

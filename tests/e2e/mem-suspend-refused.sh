@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3), bad input: suspending an unknown job, a production job
+# Suspend, bad input: suspending an unknown job, a production job
 # holding plain memory it was not started --suspendable for, or a job with a
 # CUDA array, its own VMM memory or stream-ordered memory, is refused (exit
 # 1, a message naming what cannot move) and changes nothing: the job stays

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3, 4): gpushare-workload, started --suspendable, trains over a
+# Gpushare-workload, started --suspendable, trains over a
 # 512 MiB working set on a simulated 1 GiB GPU (256 MiB per context, no
 # eviction); suspended mid-run, its memory makes room for an urgent job
 # that fits only then (384 MiB beside two contexts); resumed, it finishes

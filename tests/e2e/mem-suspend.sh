@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3) on the simulated GPU (1 GiB, eviction off): a production job
+# Suspend on the simulated GPU (1 GiB, eviction off): a production job
 # started suspendable holds 640 MiB of plain memory (cuMemAlloc and pitch,
 # VMM-backed under the interposer). `gpushare-ctl suspend` moves it to the
 # host: show says suspended with 640 MiB host-resident, NVML shows it free,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (3): a --suspendable job's plain allocations are VMM-backed. Each
+# A --suspendable job's plain allocations are VMM-backed. Each
 # is rounded up to the 2 MiB granularity and charged so (two 1 MiB
 # allocations fill a 4 MiB limit; a third is CUDA_ERROR_OUT_OF_MEMORY);
 # data written through the pointer reads back; free gives the memory back;

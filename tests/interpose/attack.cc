@@ -1,5 +1,5 @@
 // gs-attack: plays a job that tries to hold more device memory than its
-// limit through the driver's less travelled routes (issue 18). It binds
+// limit through the driver's less travelled routes. It binds
 // the driver as the CUDA runtime does (dlopen + dlsym) and runs one attack:
 //
 //   gs-attack vmm N SIZE        N times: cuMemCreate(SIZE), reserve, map,

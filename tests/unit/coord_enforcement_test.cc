@@ -130,7 +130,7 @@ TEST_CASE("a job's processes are checked together against the job's limit",
           "[coord][enforcement]") {
   Fixture f;
   // Two processes of one tree, 768 MiB each: each under the 1 GiB limit,
-  // the job well over it (issue 18, item 5).
+  // the job well over it.
   std::uint64_t id =
       (*f.registry.add(job("tree", 1 * GiB), peer(100), TreeProof::for_test(1, 42, 1000)))->job_id;
   REQUIRE((*f.registry.add(job("tree", 1 * GiB), peer(101), TreeProof::for_test(1, 42, 1000)))

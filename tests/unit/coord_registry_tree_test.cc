@@ -1,4 +1,4 @@
-// A job is the process tree of one gpushare-run (issue 18, item 5): the
+// A job is the process tree of one gpushare-run: the
 // registry groups the processes that prove membership of one tree file.
 #include <fcntl.h>
 #include <sys/socket.h>

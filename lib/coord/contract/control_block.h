@@ -56,7 +56,7 @@
 // (only while throttled or capped), `throttle_wait_ns` the time its launches
 // waited for budget or for queued work.
 //
-// Elastic memory (layout version 3), issue 11. An opportunistic job's
+// Elastic memory (layout version 3). An opportunistic job's
 // cuMemAlloc family is backed by managed memory preferring its GPU, so it
 // can live on the host. Per device:
 //   device_resident_target (limits page, after `devices`)  the most bytes
@@ -83,7 +83,7 @@
 // instead of at the end of its 2 s wait. A verdict names one wait: the next
 // wait has a new number.
 //
-// Suspend and resume (layout version 4), issue 11 section 3.
+// Suspend and resume (layout version 4).
 //   suspend_request (limits page, at the end)  1: the coordinator asks the
 //       job to move all its device memory to the host (it has set `paused`
 //       first); 0: to bring it back. The job's client thread does the work

@@ -390,7 +390,7 @@ ordered_json job_record(const JobView& job) {
                        {"device_resident_target", limit_json(d.device_resident_target)}});
   }
   record["devices"] = std::move(devices);
-  {  // issue 11: the job's managed-backed memory, summed over its devices
+  {  // the job's managed-backed memory, summed over its devices
     std::uint64_t on_device = 0, on_host = 0;
     for (const JobDeviceView& d : job.devices) {
       on_device = saturating_add(on_device, d.device_resident_bytes);
@@ -399,7 +399,7 @@ ordered_json job_record(const JobView& job) {
     record["mem_device_resident_bytes"] = on_device;
     record["mem_host_resident_bytes"] = on_host;
   }
-  {  // issue 11 section 3: only for a job a suspend has touched
+  {  // only for a job a suspend has touched
     std::uint64_t suspended = 0;
     for (const JobDeviceView& d : job.devices)
       suspended = saturating_add(suspended, d.suspended_bytes);

@@ -48,7 +48,7 @@ struct RegisterRequest {
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap (GPUSHARE_COMPUTE)
   std::uint64_t id_hint = 0;                 ///< 0: none
   /// The message comes with a descriptor of the job's tree file (SCM_RIGHTS),
-  /// the proof that the process belongs to the job (issue 18, item 5).
+  /// the proof that the process belongs to the job.
   bool tree = false;
   std::vector<DeviceRegistration> devices;
 };
@@ -70,7 +70,7 @@ struct PauseRequest {
   bool pause = true;  ///< false: resume
 };
 
-/// Issue 11: move the job's device memory to the host (its reverse is
+/// Move the job's device memory to the host (its reverse is
 /// PauseRequest with pause false, "resume").
 struct SuspendRequest {
   std::string job;
@@ -94,7 +94,7 @@ struct JobDeviceView {
   std::uint64_t mem_used_bytes = 0;
   std::uint64_t mem_limit_bytes = kNoLimit;
   std::uint64_t start_limit_bytes = kNoLimit;
-  /// Issue 11: where an opportunistic job's managed-backed memory is (0 for
+  /// Where an opportunistic job's managed-backed memory is (0 for
   /// production), and the arbiter's target (kNoLimit: none).
   std::uint64_t device_resident_bytes = 0;
   std::uint64_t host_resident_bytes = 0;
@@ -115,7 +115,7 @@ struct JobView {
   std::uint64_t id = 0;
   std::string name;
   std::int64_t pid = 0;            ///< the job's first registered process
-  std::vector<std::int64_t> pids;  ///< all its registered processes (issue 18, item 5)
+  std::vector<std::int64_t> pids;  ///< all its registered processes
   std::uint32_t uid = 0;
   std::uint32_t qos = kQosProduction;
   /// running | paused | stale | suspending | suspended | resuming
@@ -149,7 +149,7 @@ struct ClassTotals {
   std::uint64_t mem_used_bytes = 0;
   std::uint64_t mem_limit_bytes = 0;  ///< kNoLimit when any job has none
   /// Spillable (managed-backed) memory on the device and on the host
-  /// (issue 11; only opportunistic jobs have any).
+  /// (only opportunistic jobs have any).
   std::uint64_t device_resident_bytes = 0;
   std::uint64_t host_resident_bytes = 0;
 };

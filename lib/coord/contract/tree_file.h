@@ -1,4 +1,4 @@
-// The job's tree file (issue 18, item 5): the memory a job's processes
+// The job's tree file: the memory a job's processes
 // share so that their charges add up against one limit per device. Its
 // layout, and the few operations its three users share: the interposer
 // joins it (tree.cc), gpushare-run creates it and its janitor removes it

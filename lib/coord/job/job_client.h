@@ -85,7 +85,7 @@ struct LocalCounters {
   /// When set, the launch count to publish (the interposer counts launches
   /// per thread, without a locked instruction); else `launches`.
   std::uint64_t (*launches_total)();
-  /// Elastic memory (issue 11), per device: where the job's managed-backed
+  /// Elastic memory, per device: where the job's managed-backed
   /// memory is, and a production allocation waiting for room (0: none).
   std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];

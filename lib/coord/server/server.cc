@@ -497,7 +497,7 @@ Result<StopReason> Server::run() {
         ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
-        memory_tick(s.registry);  // issue 11: opportunistic device residency
+        memory_tick(s.registry);  // opportunistic device residency
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
       } else if (tag == kTagMetrics) {
         s.metrics->on_ready();

@@ -133,7 +133,7 @@ struct Server::Impl {
   int accept_pause_fd = -1;  // timer: accepting resumes when it fires
   bool accepting = true;
   RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
-  std::unique_ptr<Enforcer> enforcer;  // issue 18 (6): null when not checking
+  std::unique_ptr<Enforcer> enforcer;  // null when not checking
   std::unique_ptr<MetricsEndpoint> metrics;  // --metrics-listen: null when not serving
 
   Impl(ServerOptions o, Listener l)

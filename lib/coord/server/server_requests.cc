@@ -12,7 +12,7 @@ namespace gpushare::coord {
 
 using namespace server_detail;
 
-// Issue 10, the yield signal: a production job's yield page, sent to an
+// The yield signal: a production job's yield page, sent to an
 // opportunistic job's connection (control_block.h, layout 4). The job
 // reads nothing else from us after its reply, so the socket has room.
 bool Server::Impl::send_yield_page(std::uint64_t process_key, int slot, int fd) {
@@ -207,7 +207,7 @@ std::string Server::Impl::answer(const Connection& c, const Request& request) {
     result = registry.pause(*pause, c.peer, now, &reason);
     action = pause->pause ? "pause" : "resume";
   } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
-    result = registry.suspend(*suspend, c.peer, now, &reason);  // issue 11 (suspend.h)
+    result = registry.suspend(*suspend, c.peer, now, &reason);  // suspend.h
     action = "suspend";
   }
   if (!result) {

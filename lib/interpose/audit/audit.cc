@@ -1,6 +1,6 @@
 // libgpushare-audit.so: the dynamic loader's audit interface (rtld-audit(7),
 // LD_AUDIT), which gpushare-run sets next to LD_PRELOAD. It closes the
-// routes to the driver that LD_PRELOAD cannot see (issue 18, item 4):
+// routes to the driver that LD_PRELOAD cannot see:
 //
 //   - a library loaded with RTLD_DEEPBIND binds its own dependencies,
 //     libcuda.so.1 among them, before the preloaded interposer;

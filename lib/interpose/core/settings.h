@@ -16,7 +16,7 @@ struct Settings {
   LogLevel log_level = LogLevel::kError;
   Qos qos = kQosProduction;
   /// GPUSHARE_SPILL=off: an opportunistic job's allocations stay device
-  /// memory (a hard wall, as before issue 11); on (the default): managed.
+  /// memory (a hard wall, as before spill existed); on (the default): managed.
   bool spill = true;
   /// GPUSHARE_SUSPENDABLE=on (gpushare-run --suspendable): plain device
   /// allocations are backed by the VMM API so that `gpushare-ctl suspend`

@@ -1,4 +1,4 @@
-// Copies and memsets held while the job is suspended (issue 11; suspend.h): each
+// Copies and memsets held while the job is suspended (suspend.h): each
 // wrapper waits while a suspend is under way or in force, then calls the
 // driver. Outside a suspend the cost is one relaxed load.
 #include "interpose/hooks/hooks.h"

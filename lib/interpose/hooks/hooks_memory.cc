@@ -128,7 +128,7 @@ CUresult allocate_suspendable(const char* api, CUdeviceptr* dptr, std::uint64_t 
 CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   GS_REAL(cuMemAlloc_v2);
   if (disabled()) return real(dptr, bytesize);
-  hold_while_suspended();  // issue 11: no new device memory while suspended
+  hold_while_suspended();  // no new device memory while suspended
   if (int device = current_device();
       valid_device(device) && dptr != nullptr && bytesize > 0 && managed_backing()) {
     bool on_host = false;
@@ -149,7 +149,7 @@ CUresult gs_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 CUresult gs_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   GS_REAL(cuMemAllocManaged);
   if (disabled()) return real(dptr, bytesize, flags);
-  hold_while_suspended();  // issue 11: no new device memory while suspended
+  hold_while_suspended();  // no new device memory while suspended
   // An opportunistic job's own managed memory is what its plain memory is
   // made of: recorded spillable (counted device- or host-resident), the
   // spill and a suspend move it by prefetch like the interposer's own. Its
@@ -173,7 +173,7 @@ CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, s
                                unsigned int element_size) {
   GS_REAL(cuMemAllocPitch_v2);
   if (disabled()) return real(dptr, pitch, width, height, element_size);
-  hold_while_suspended();  // issue 11: no new device memory while suspended
+  hold_while_suspended();  // no new device memory while suspended
   int device = current_device();
   if (valid_device(device) && dptr != nullptr && pitch != nullptr && width > 0 && height > 0 &&
       (element_size == 4 || element_size == 8 || element_size == 16) && managed_backing()) {

@@ -3,7 +3,7 @@
 // A pool keeps freed memory for reuse: with release threshold max it keeps
 // all of it, with the default 0 until the next synchronisation. Charging
 // requests and giving them back at cuMemFreeAsync therefore let one pool
-// per chunk hold any amount (issue 18, item 3). The charge of a pool is
+// per chunk hold any amount. The charge of a pool is
 // instead what the driver says it reserves (CU_MEMPOOL_ATTR_RESERVED_MEM_
 // CURRENT), on the pool's own device, which need not be the current
 // context's: a pool on device 1 used from device 0 holds device 1 memory.
@@ -408,7 +408,7 @@ CUresult gs_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
 
 namespace gpushare::interpose {
 
-// Issue 11, suspend (suspend.h): pool memory stays on the device, so a job
+// Suspend (memory/suspend.h): pool memory stays on the device, so a job
 // whose pools hold any cannot be suspended.
 bool pools_hold_memory() {
   if (g_pool_allocations.size() != 0) return true;

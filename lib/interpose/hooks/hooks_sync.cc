@@ -72,12 +72,12 @@ CUresult gs_cuEventSynchronize(CUevent event) {
 
 CUresult gs_cuMemcpyDtoH_v2(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2);
-  hold_while_suspended();  // issue 11 (suspend.h)
+  hold_while_suspended();  // suspend.h
   return observed(real(host, device, bytes));
 }
 
 CUresult gs_cuMemcpyDtoH_v2_ptds(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2_ptds);
-  hold_while_suspended();  // issue 11 (suspend.h)
+  hold_while_suspended();  // suspend.h
   return observed(real(host, device, bytes));
 }

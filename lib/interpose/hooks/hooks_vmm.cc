@@ -5,7 +5,7 @@
 // memory is freed only when the handle has been released *and* its last
 // mapping unmapped, so releasing while mapped and keeping the mapping holds
 // the memory with no handle left. Charging until cuMemRelease let a job
-// hold any amount that way (issue 18, item 2).
+// hold any amount that way.
 //
 // So each handle we charged carries two counts, in the handle table:
 // references (the creation plus every cuMemRetainAllocationHandle, less

@@ -1,4 +1,4 @@
-// Elastic memory on the job's side (issue 11, design decision 6).
+// Elastic memory on the job's side (design decision 6).
 //
 // An opportunistic job's cuMemAlloc family (plain and pitch, _v2; the
 // stream-ordered cuMemAllocAsync and cuMemAllocFromPoolAsync from pools

@@ -1,5 +1,5 @@
 // Stream-ordered allocation for an opportunistic job, backed by managed
-// memory so that it can spill like the rest of the job's memory (issue 11).
+// memory so that it can spill like the rest of the job's memory.
 //
 // cuMemAllocAsync and cuMemAllocFromPoolAsync promise memory that work
 // queued on the stream after the call may use; cuMemFreeAsync promises that

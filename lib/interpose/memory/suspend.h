@@ -1,4 +1,4 @@
-// Suspend and resume on the job's side (issue 11, section 3; Gandiva).
+// Suspend and resume on the job's side (Gandiva).
 //
 // `gpushare-ctl suspend JOB` makes the coordinator hold the job's launches
 // (the limits page's `paused`) and set `suspend_request`. The job's client

@@ -1,4 +1,4 @@
-// A job is a process tree (issue 18, item 5): one memory limit for
+// A job is a process tree: one memory limit for
 // everything gpushare-run starts, per device, summed over the processes.
 //
 // gpushare-run creates a small shared file, private to the user (/dev/shm,

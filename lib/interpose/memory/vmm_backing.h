@@ -1,4 +1,4 @@
-// Plain device memory a suspend can release (issue 11, section 3).
+// Plain device memory a suspend can release.
 //
 // With GPUSHARE_SUSPENDABLE=on (gpushare-run --suspendable), a job's plain
 // device allocations (cuMemAlloc_v2, cuMemAllocPitch_v2) are made with the

@@ -1,4 +1,4 @@
-// The coordinator's own view of what jobs hold (issue 18, item 6).
+// The coordinator's own view of what jobs hold.
 //
 // The interposer keeps a job's limit from inside the job, and so it is
 // cooperative: a job can replace the limits page in its own memory (a

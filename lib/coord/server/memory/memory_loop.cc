@@ -32,7 +32,7 @@ ArbiterJob input_of(const Process& job, int index, std::uint64_t* request_seq) {
   in.id = job.key;
   in.qos = job.block->qos();
   std::uint64_t used = t.devices[index].mem_used_bytes.load(std::memory_order_relaxed);
-  // Issue 11 (3): plain memory a suspend moved to the host holds no device
+  // Plain memory a suspend moved to the host holds no device
   // memory (its charge stays, so that resume fits the job's limit).
   std::uint64_t suspended = t.suspended_bytes[index].load(std::memory_order_relaxed);
   used = used > suspended ? used - suspended : 0;

@@ -1,5 +1,5 @@
 // The memory loop: every compute tick, per GPU, from the jobs' telemetry to
-// the opportunistic jobs' device-resident targets (issue 11). It reads what
+// the opportunistic jobs' device-resident targets. It reads what
 // each job says it holds (device memory, managed memory on the device and on
 // the host, a production allocation waiting for room), runs the arbiter
 // (memory_arbiter.h) and writes each opportunistic job's target into its

@@ -1,4 +1,4 @@
-// The coordinator's side of suspend and resume (issue 11, section 3).
+// The coordinator's side of suspend and resume.
 //
 // The coordinator only asks and reports; the job's interposer moves the
 // memory (lib/interpose/suspend.h). `suspend` checks what the job says it

@@ -65,7 +65,7 @@ class ControlBlock {
   void set_yield_mask(int device, std::uint64_t mask);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
-  /// The most managed bytes the job may keep on a device (issue 11);
+  /// The most managed bytes the job may keep on a device;
   /// kNoLimit: no target. A no-op when unchanged.
   std::uint64_t device_resident_target(int device) const;
   void set_device_resident_target(int device, std::uint64_t bytes);

@@ -331,7 +331,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     }
     view.devices.push_back(std::move(d));
   }
-  suspend_view(job, &view);  // issue 11: suspend state and suspended bytes
+  suspend_view(job, &view);  // suspend state and suspended bytes
   return view;
 }
 
@@ -468,7 +468,7 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
   if (Status ok = may_act(caller, policy_, job.id, job.uid); !ok) {
     return refuse(reason, kReasonDenied, ok.error().message);
   }
-  if (!request.pause) {  // issue 11: resume undoes a suspend too (suspend.cc)
+  if (!request.pause) {  // resume undoes a suspend too (suspend.cc)
     if (std::string note = resume_note(job); !note.empty()) {
       JobView unchanged = view(job, now_ns);
       unchanged.note = note;

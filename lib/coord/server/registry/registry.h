@@ -35,7 +35,7 @@ inline constexpr const char* kReasonAmbiguous = "ambiguous-job";
 inline constexpr const char* kReasonDenied = "permission-denied";
 inline constexpr const char* kReasonInvalid = "invalid-value";
 inline constexpr const char* kReasonInternal = "internal";
-/// Issue 11: the job holds memory a suspend cannot move.
+/// The job holds memory a suspend cannot move.
 inline constexpr const char* kReasonNotSuspendable = "not-suspendable";
 
 /// What the coordinator decided for a job, kept in its state file so that a
@@ -74,7 +74,7 @@ struct JobDevice {
   std::uint64_t mem_limit_bytes = kNoLimit;        ///< the limit in force, for the whole tree
 };
 
-/// A job: the process tree of one gpushare-run (issue 18, item 5). Its
+/// A job: the process tree of one gpushare-run. Its
 /// processes are those that proved membership of one tree file
 /// (tree_identity.h); a process without a proof is a job of its own. The
 /// job lives while any of its processes is registered.
@@ -88,9 +88,9 @@ struct Job {
   std::vector<JobDevice> devices;            ///< in the order first registered
   std::vector<std::uint64_t> processes;      ///< process keys, in registration order
   TreeProof tree;                            ///< invalid: a job of one process
-  bool suspend_requested = false;  ///< issue 11: asked of every process (suspend.cc)
-  std::string suspend_refused;     ///< issue 11: why the job refused its last suspend
-  bool resuming = false;           ///< issue 11: launches held until the job is back
+  bool suspend_requested = false;  ///< asked of every process (suspend_requests.cc)
+  std::string suspend_refused;     ///< why the job refused its last suspend
+  bool resuming = false;           ///< launches held until the job is back
 };
 
 class Registry {
@@ -122,14 +122,14 @@ class Registry {
                       std::string* reason);
   Result<JobView> pause(const PauseRequest& request, const Caller& caller, std::uint64_t now_ns,
                         std::string* reason);
-  /// Issue 11 (server/suspend.cc): asks the job to move its device memory
+  /// (memory/suspend_requests.cc) Asks the job to move its device memory
   /// to the host; refused when it holds memory that cannot move.
   Result<JobView> suspend(const SuspendRequest& request, const Caller& caller,
                           std::uint64_t now_ns, std::string* reason);
 
   const Policy& policy() const { return policy_; }
 
-  /// Issue 11 (suspend.cc): fills the suspend state, suspended bytes and
+  /// (memory/suspend_requests.cc) Fills the suspend state, suspended bytes and
   /// refusal into a job's view; the note for a resume that changes
   /// nothing (empty when it does); one tick of suspend bookkeeping.
   void suspend_view(const Job& job, JobView* view) const;

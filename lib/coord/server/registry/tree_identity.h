@@ -1,5 +1,5 @@
 // How the coordinator knows that a registering process belongs to a job's
-// process tree (issue 18, item 5), without believing what it says.
+// process tree, without believing what it says.
 //
 // Every process of a job started by gpushare-run shares the job's tree file
 // (GPUSHARE_TREE: a file in /dev/shm, private to the user, mode 0600; see
