@@ -46,7 +46,7 @@ int refuse(const Refusal& refusal) {
 }
 
 // Checks every option, before the socket is taken, into `server`.
-std::optional<Refusal> check_options(const CtlOptions& options, coord::ServerOptions& server) {
+std::optional<Refusal> check_options(const CtlOptions& options, coord::server::ServerOptions& server) {
   server.socket_path = socket_path(options, &server.private_directory);
   if (server.socket_path.empty()) {
     return Refusal{"the default socket path is too long; give --socket PATH"};
@@ -61,13 +61,13 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::ServerOpt
   }
   Result<std::chrono::nanoseconds> grace = parse_duration(options.idle_grace);
   if (!grace) return Refusal{"--idle-grace: " + grace.error().message, exit_status::kUsage};
-  Result<coord::ViolationAction> action = coord::parse_violation_action(options.on_violation);
+  Result<coord::server::ViolationAction> action = coord::server::parse_violation_action(options.on_violation);
   if (!action) return Refusal{"--on-violation: " + action.error().message, exit_status::kUsage};
   server.violation_action = *action;
   server.idle_exit = options.idle_exit;
-  server.compute_policy = *coord::parse_compute_policy(options.compute_policy);  // checked by main
+  server.compute_policy = *coord::server::parse_compute_policy(options.compute_policy);  // checked by main
   if (!options.metrics_listen.empty()) {
-    if (Status valid = coord::check_listen_address(options.metrics_listen); !valid) {
+    if (Status valid = coord::server::check_listen_address(options.metrics_listen); !valid) {
       return Refusal{"--metrics-listen: " + valid.error().message, exit_status::kUsage};
     }
     server.metrics_listen = options.metrics_listen;
@@ -82,9 +82,9 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::ServerOpt
 // ours before anything is created in it. Then diagnostics go to the log
 // file, so that later failures are still seen.
 std::optional<Refusal> prepare_directory_and_log(const CtlOptions& options,
-                                                 const coord::ServerOptions& server,
+                                                 const coord::server::ServerOptions& server,
                                                  std::FILE** log) {
-  if (Status ready = coord::prepare_socket_directory(server.socket_path, server.private_directory);
+  if (Status ready = coord::server::prepare_socket_directory(server.socket_path, server.private_directory);
       !ready) {
     return Refusal{ready.error().message};
   }
@@ -106,8 +106,8 @@ void announce(const std::string& path, const std::string& metrics_address) {
   JsonLinesWriter(std::cout).write("coordinator", 1, ready);
 }
 
-void note_stop(coord::StopReason reason, const CtlOptions& options, coord::StopSignals& signals) {
-  if (reason == coord::StopReason::kIdle) {
+void note_stop(coord::server::StopReason reason, const CtlOptions& options, coord::server::StopSignals& signals) {
+  if (reason == coord::server::StopReason::kIdle) {
     diag::note(utc_stamped("no jobs for " + options.idle_grace + "; exiting"));
     return;
   }
@@ -123,7 +123,7 @@ void close_log(std::FILE* log) {
 }  // namespace
 
 int serve(const CtlOptions& options) {
-  coord::ServerOptions server;
+  coord::server::ServerOptions server;
   if (std::optional<Refusal> refused = check_options(options, server)) return refuse(*refused);
   std::FILE* log = nullptr;
   if (std::optional<Refusal> refused = prepare_directory_and_log(options, server, &log)) {
@@ -132,15 +132,15 @@ int serve(const CtlOptions& options) {
   server.note = [](const std::string& line) { diag::note(utc_stamped(line)); };
   server.warning = [](const std::string& line) { diag::warning(utc_stamped(line)); };
 
-  coord::StopSignals signals;
+  coord::server::StopSignals signals;
   if (Status taken = signals.take(); !taken) return refuse({taken.error().message});
   server.stop_fd = signals.fd();
 
-  Result<std::unique_ptr<coord::Server>> coordinator = coord::Server::open(std::move(server));
+  Result<std::unique_ptr<coord::server::Server>> coordinator = coord::server::Server::open(std::move(server));
   if (!coordinator) return refuse({coordinator.error().message});
   announce((*coordinator)->socket_path(), (*coordinator)->metrics_address());
 
-  Result<coord::StopReason> stopped = (*coordinator)->run();
+  Result<coord::server::StopReason> stopped = (*coordinator)->run();
   if (!stopped) return refuse({stopped.error().message});
   note_stop(*stopped, options, signals);
   coordinator->reset();  // closes every connection and removes the socket

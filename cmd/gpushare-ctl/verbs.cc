@@ -57,16 +57,16 @@ bool check_timeout(const CtlOptions& options) {
   return false;
 }
 
-Result<coord::CtlConnection> connect(const CtlOptions& options) {
+Result<coord::ctl::CtlConnection> connect(const CtlOptions& options) {
   std::string path = socket_path(options);
   if (path.empty()) return make_error("the default socket path is too long; give --socket PATH");
-  return coord::CtlConnection::connect(path, timeout_of(options));
+  return coord::ctl::CtlConnection::connect(path, timeout_of(options));
 }
 
 // One request, printed. The usual shape of a verb.
 int request_and_print(const CtlOptions& options, const coord::Request& request, Shape shape) {
   if (!check_timeout(options)) return exit_status::kUsage;
-  Result<coord::CtlConnection> connection = connect(options);
+  Result<coord::ctl::CtlConnection> connection = connect(options);
   if (!connection) {
     diag::error(connection.error().message);
     return exit_status::kFailure;
@@ -112,7 +112,7 @@ int node(const CtlOptions& options) {
 int set(const CtlOptions& options) {
   // A malformed property is a usage error, found before any connection.
   Result<coord::SetRequest> request =
-      coord::parse_set_properties(options.job, options.mem_limit, options.properties);
+      coord::ctl::parse_set_properties(options.job, options.mem_limit, options.properties);
   if (!request) {
     diag::error(request.error().message);
     diag::usage_hint();
@@ -128,7 +128,7 @@ int pause(const CtlOptions& options, bool pause) {
 namespace {
 
 // Whether job `id` is still registered (a failed show may mean it exited).
-bool still_registered(coord::CtlConnection& connection, const CtlOptions& options,
+bool still_registered(coord::ctl::CtlConnection& connection, const CtlOptions& options,
                       const std::string& id) {
   Result<Records> jobs = connection.request(coord::ListRequest{}, timeout_of(options));
   if (!jobs) return true;  // cannot tell: report the show's error
@@ -142,7 +142,7 @@ enum class Moved { kDone, kTimedOut, kExited, kError };
 
 // Polls job `id` every 10 ms (the job's client thread ticks as often) while
 // it is `moving`, until `deadline`. *records holds the last answer.
-Moved poll_until_moved(coord::CtlConnection& connection, const CtlOptions& options,
+Moved poll_until_moved(coord::ctl::CtlConnection& connection, const CtlOptions& options,
                        const std::string& id, const std::string& moving,
                        std::chrono::steady_clock::time_point deadline, Result<Records>* records) {
   while (*records && (*records)->size() == 1 && (*records)->front().value("state", "") == moving) {
@@ -169,7 +169,7 @@ int move_and_wait(const CtlOptions& options, const coord::Request& request,
     diag::usage_hint();
     return exit_status::kUsage;
   }
-  Result<coord::CtlConnection> connection = connect(options);
+  Result<coord::ctl::CtlConnection> connection = connect(options);
   if (!connection) {
     diag::error(connection.error().message);
     return exit_status::kFailure;
@@ -220,7 +220,7 @@ int resume(const CtlOptions& options) {
 
 int metrics(const CtlOptions& options) {
   if (!check_timeout(options)) return exit_status::kUsage;
-  Result<coord::CtlConnection> connection = connect(options);
+  Result<coord::ctl::CtlConnection> connection = connect(options);
   if (!connection) {
     diag::error(connection.error().message);
     return exit_status::kFailure;
@@ -256,7 +256,7 @@ int watch(const CtlOptions& options) {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int signals = signalfd(-1, &mask, SFD_CLOEXEC);
 
-  Result<coord::CtlConnection> connection = connect(options);
+  Result<coord::ctl::CtlConnection> connection = connect(options);
   if (!connection) {
     diag::error(connection.error().message);
     return exit_status::kFailure;

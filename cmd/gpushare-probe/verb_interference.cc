@@ -68,7 +68,7 @@ class LaunchMeter {
     if (now_ms() < next_) return;
     next_ = now_ms() + 100;
     if (!connection_) {
-      auto connected = gpushare::coord::CtlConnection::connect(socket_, std::chrono::seconds(1));
+      auto connected = gpushare::coord::ctl::CtlConnection::connect(socket_, std::chrono::seconds(1));
       if (!connected) return;
       connection_.emplace(std::move(*connected));
     }
@@ -110,7 +110,7 @@ class LaunchMeter {
   std::string socket_;
   std::vector<pid_t> pgids_;
   std::vector<std::optional<Reading>> first_, last_;
-  std::optional<gpushare::coord::CtlConnection> connection_;
+  std::optional<gpushare::coord::ctl::CtlConnection> connection_;
   double next_ = 0;
 };
 

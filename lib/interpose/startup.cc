@@ -36,7 +36,7 @@ void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
 void say_when_unregistered(const Settings& settings) {
   static std::atomic<bool> said{false};
   if (!settings.launched_for_coordinator ||
-      coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
+      coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
     return;
   }
   if (settings.qos == kQosOpportunistic) {
@@ -59,7 +59,7 @@ void say_when_unregistered(const Settings& settings) {
 // then on the coordinator's limits and pause apply.
 void start_coordinator_client(int count) {
   const Settings& settings = g_runtime.settings;
-  coord::JobIdentity job;
+  coord::job::JobIdentity job;
   job.name = settings.job_name[0] != '\0' ? settings.job_name : nullptr;
   job.qos = settings.qos;
   job.socket_path = settings.socket_path[0] != '\0' ? settings.socket_path : nullptr;
@@ -77,7 +77,7 @@ void start_coordinator_client(int count) {
   g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
   g_counters.before_retire = &suspend_before_retire;
   g_counters.memory_away = &suspend_memory_away;
-  coord::client_start(job, &g_counters);
+  coord::job::client_start(job, &g_counters);
   say_when_unregistered(settings);
 }
 
@@ -168,7 +168,7 @@ void enumerate_devices() {
   join_process_tree(count);  // one budget for the job's processes
   // The job side owns the limits; they are in place before any hook can see
   // the devices, so no allocation passes unlimited in between.
-  coord::set_start_limits(start_limits, count);
+  coord::job::set_start_limits(start_limits, count);
   rt.device_count.store(count, std::memory_order_release);
   start_coordinator_client(count);
 }

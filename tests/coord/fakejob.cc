@@ -39,7 +39,7 @@ namespace {
 
 using namespace gpushare;
 
-coord::LocalCounters g_counters;  // static: must outlive the client thread
+coord::job::LocalCounters g_counters;  // static: must outlive the client thread
 
 std::uint64_t clock_ns(clockid_t clock) {
   timespec ts;
@@ -56,13 +56,13 @@ void reply(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
 std::string status_json(const char* kind) {
   return std::string("{\"kind\":\"") + kind +
-         "\",\"registered\":" + (coord::job_id() != 0 ? "true" : "false") +
-         ",\"job_id\":" + std::to_string(coord::job_id()) +
-         ",\"registrations\":" + std::to_string(coord::registrations()) +
-         ",\"mem_limit_bytes\":" + limit_json(coord::mem_limit(0)) +
+         "\",\"registered\":" + (coord::job::job_id() != 0 ? "true" : "false") +
+         ",\"job_id\":" + std::to_string(coord::job::job_id()) +
+         ",\"registrations\":" + std::to_string(coord::job::registrations()) +
+         ",\"mem_limit_bytes\":" + limit_json(coord::job::mem_limit(0)) +
          ",\"mem_used_bytes\":" + std::to_string(g_counters.mem_used_bytes[0].load()) +
-         ",\"paused\":" + (coord::paused() ? "true" : "false") + ",\"qos\":\"" +
-         (coord::opportunistic() ? "opportunistic" : "production") +
+         ",\"paused\":" + (coord::job::paused() ? "true" : "false") + ",\"qos\":\"" +
+         (coord::job::opportunistic() ? "opportunistic" : "production") +
          "\",\"launches\":" + std::to_string(g_counters.launches.load()) + "}";
 }
 
@@ -83,7 +83,7 @@ int fail(const std::string& message) {
 
 // The interposer's allocation rule: reserve, check, roll back.
 std::string alloc(std::uint64_t bytes, int device) {
-  std::uint64_t limit = coord::mem_limit(device);
+  std::uint64_t limit = coord::job::mem_limit(device);
   std::uint64_t used = g_counters.mem_used_bytes[device].fetch_add(bytes) + bytes;
   if (used > limit) {
     g_counters.mem_used_bytes[device].fetch_sub(bytes);
@@ -98,7 +98,7 @@ std::string alloc(std::uint64_t bytes, int device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  coord::JobIdentity job;
+  coord::job::JobIdentity job;
   std::uint64_t mem_total = 16ull << 30;
   unsigned char uuid[16];
   for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(i);
@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
   }
   std::uint64_t start_limits[kMaxDevices];
   for (int d = 0; d < devices; ++d) start_limits[d] = requested;
-  coord::set_start_limits(start_limits, devices);
-  coord::client_start(job, &g_counters);
+  coord::job::set_start_limits(start_limits, devices);
+  coord::job::client_start(job, &g_counters);
   reply(status_json("started"));
 
   std::string line;
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     } else if (command == "launch") {
       long count = std::atol(argument.c_str());
       for (long i = 0; i < count; ++i) {
-        if (coord::paused()) coord::wait_while_paused();
+        if (coord::job::paused()) coord::job::wait_while_paused();
         g_counters.launches.fetch_add(1, std::memory_order_relaxed);
       }
       reply(status_json("launch"));
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
       std::uint64_t want = std::strtoull(argument.c_str(), nullptr, 10);
       std::uint64_t start = clock_ns(CLOCK_MONOTONIC);
       std::uint64_t deadline = start + 5'000'000'000ull;
-      while (coord::registrations() < want || coord::job_id() == 0) {
+      while (coord::job::registrations() < want || coord::job::job_id() == 0) {
         if (clock_ns(CLOCK_MONOTONIC) > deadline) break;
         timespec pause{0, 1'000'000};
         nanosleep(&pause, nullptr);  // polling a flag the client thread sets
@@ -196,20 +196,20 @@ int main(int argc, char** argv) {
       std::uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 5'000'000'000ull;
       bool seen = false;
       while (clock_ns(CLOCK_MONOTONIC) < deadline) {
-        if (coord::mem_limit(0) == want) {
+        if (coord::job::mem_limit(0) == want) {
           seen = true;
           break;
         }
       }
       reply("{\"kind\":\"limit\",\"seen\":" + std::string(seen ? "true" : "false") +
             ",\"realtime_ns\":" + std::to_string(clock_ns(CLOCK_REALTIME)) +
-            ",\"mem_limit_bytes\":" + limit_json(coord::mem_limit(0)) + "}");
+            ",\"mem_limit_bytes\":" + limit_json(coord::job::mem_limit(0)) + "}");
     } else if (command == "exit") {
       break;
     } else if (!command.empty()) {
       reply("{\"kind\":\"error\",\"message\":\"unknown command\"}");
     }
   }
-  coord::client_stop();
+  coord::job::client_stop();
   return 0;
 }

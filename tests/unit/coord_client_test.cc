@@ -17,6 +17,9 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::job;
+using namespace gpushare::coord::server;
+using namespace gpushare::coord::ctl;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -68,7 +71,7 @@ JobIdentity identity(const std::string& socket, std::uint64_t limit) {
   for (int i = 0; i < 16; ++i) job.devices[0].uuid[i] = static_cast<unsigned char>(i);
   job.devices[0].mem_total_bytes = 16 * GiB;
   std::uint64_t limits[1] = {limit};
-  gpushare::coord::set_start_limits(limits, 1);
+  gpushare::coord::job::set_start_limits(limits, 1);
   return job;
 }
 

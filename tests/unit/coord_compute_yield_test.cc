@@ -6,6 +6,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::server;
 
 namespace {
 constexpr std::uint64_t kMs = 1'000'000;

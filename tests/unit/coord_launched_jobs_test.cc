@@ -41,9 +41,9 @@ TEST_CASE("launched jobs: a process carrying the mark for the socket keeps the c
           "[coord][launched]") {
   FakeProc proc;
   proc.process("100", env({"HOME=/root", "GPUSHARE_SOCKET=/run/a.sock"}));
-  CHECK_FALSE(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK_FALSE(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
   proc.process("101", env({"A=1", "GPUSHARE_LAUNCHED_FOR=/run/a.sock", "B=2"}));
-  CHECK(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
 }
 
 TEST_CASE("launched jobs: only the whole variable for this socket counts", "[coord][launched]") {
@@ -51,18 +51,18 @@ TEST_CASE("launched jobs: only the whole variable for this socket counts", "[coo
   proc.process("100", env({"GPUSHARE_LAUNCHED_FOR=/run/a.sock2"}));
   proc.process("101", env({"XGPUSHARE_LAUNCHED_FOR=/run/a.sock"}));
   proc.process("102", std::string("GPUSHARE_LAUNCHED_FOR=/run/a.so"));  // cut short
-  CHECK_FALSE(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK_FALSE(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
   // The last variable need not end with a NUL to be cut short: it must end with one to count.
   proc.process("103", std::string(5000, 'x') + '\0' + "GPUSHARE_LAUNCHED_FOR=/run/a.sock" + '\0');
-  CHECK(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
 }
 
 TEST_CASE("launched jobs: another user's process and the coordinator itself do not count",
           "[coord][launched]") {
   FakeProc proc;
   proc.process(std::to_string(getpid()), env({"GPUSHARE_LAUNCHED_FOR=/run/a.sock"}));
-  CHECK_FALSE(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK_FALSE(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
   proc.process("100", env({"GPUSHARE_LAUNCHED_FOR=/run/a.sock"}));
-  CHECK_FALSE(gpushare::coord::launched_job_alive("/run/a.sock", geteuid() + 1, proc.root));
-  CHECK(gpushare::coord::launched_job_alive("/run/a.sock", geteuid(), proc.root));
+  CHECK_FALSE(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid() + 1, proc.root));
+  CHECK(gpushare::coord::server::launched_job_alive("/run/a.sock", geteuid(), proc.root));
 }

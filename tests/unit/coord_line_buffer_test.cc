@@ -2,7 +2,7 @@
 
 #include "coord/server/line_buffer.h"
 
-using gpushare::coord::LineBuffer;
+using gpushare::coord::server::LineBuffer;
 
 TEST_CASE("lines come out whole however the bytes arrive", "[coord][line_buffer]") {
   std::string stream = "first\nsecond line\n\nlast";

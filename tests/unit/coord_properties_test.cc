@@ -4,6 +4,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::ctl;
 
 namespace {
 std::string error_of(const std::optional<std::string>& mem, const std::vector<std::string>& props) {

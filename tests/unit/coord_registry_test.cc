@@ -4,6 +4,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::server;
 
 namespace {
 

@@ -15,6 +15,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::server;
 using gpushare::Result;
 
 namespace {

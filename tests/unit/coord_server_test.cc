@@ -17,6 +17,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::server;
 using namespace std::chrono_literals;
 
 namespace {

@@ -8,6 +8,7 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::job;
 
 namespace {
 

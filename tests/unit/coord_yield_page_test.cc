@@ -17,6 +17,8 @@
 
 using namespace gpushare;
 using namespace gpushare::coord;
+using namespace gpushare::coord::job;
+using namespace gpushare::coord::server;
 
 namespace {
 

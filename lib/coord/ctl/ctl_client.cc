@@ -12,7 +12,7 @@
 
 #include "coord/contract/socket_path.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::ctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -124,4 +124,4 @@ Result<std::vector<nlohmann::ordered_json>> CtlConnection::request(
   }
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::ctl

@@ -10,7 +10,7 @@
 #include "common/result.h"
 #include "coord/contract/protocol.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::ctl {
 
 class CtlConnection {
  public:
@@ -39,4 +39,4 @@ class CtlConnection {
   std::string pending_;  // bytes after the last reply line
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::ctl

@@ -2,7 +2,7 @@
 
 #include "common/properties.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::ctl {
 
 Result<SetRequest> parse_set_properties(std::string job,
                                         const std::optional<std::string>& mem_limit,
@@ -42,4 +42,4 @@ Result<SetRequest> parse_set_properties(std::string job,
   return request;
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::ctl

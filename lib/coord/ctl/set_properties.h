@@ -16,10 +16,10 @@
 #include "common/result.h"
 #include "coord/contract/protocol.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::ctl {
 
 Result<SetRequest> parse_set_properties(std::string job,
                                         const std::optional<std::string>& mem_limit,
                                         const std::vector<std::string>& properties);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::ctl

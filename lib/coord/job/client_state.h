@@ -11,7 +11,7 @@
 #include "coord/job/job_client.h"
 #include "coord/job/yield.h"
 
-namespace gpushare::coord::client_detail {
+namespace gpushare::coord::job::client_detail {
 
 constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
 constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
@@ -94,4 +94,4 @@ std::uint64_t fallback_limit(int device);
 /// coordinator sends (registration.cc).
 Outcome try_register(int timeout_ms, Registration* out);
 
-}  // namespace gpushare::coord::client_detail
+}  // namespace gpushare::coord::job::client_detail

@@ -55,7 +55,7 @@
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::job {
 namespace client_detail {
 
 constinit Config g_config{};
@@ -586,4 +586,4 @@ std::uint64_t job_id() {
 
 std::uint64_t registrations() { return g_state.registrations.load(std::memory_order_relaxed); }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::job

@@ -34,7 +34,7 @@
 
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::job {
 
 struct DeviceIdentity {
   unsigned char uuid[16];               ///< as cuDeviceGetUuid gives it
@@ -195,4 +195,4 @@ std::uint64_t job_id();
 /// re-registration with a restarted coordinator, ...).
 std::uint64_t registrations();
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::job

@@ -27,7 +27,7 @@
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 
-namespace gpushare::coord::client_detail {
+namespace gpushare::coord::job::client_detail {
 
 // Sends the whole message; `passed` (when >= 0) goes with its first byte.
 bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline_ns,
@@ -208,4 +208,4 @@ Outcome try_register(int timeout_ms, Registration* out) {
   return Outcome::kRegistered;
 }
 
-}  // namespace gpushare::coord::client_detail
+}  // namespace gpushare::coord::job::client_detail

@@ -7,7 +7,7 @@
 #include "coord/job/job_client.h"
 #include "vocab/uuid.h"
 
-namespace gpushare::coord::wire {
+namespace gpushare::coord::job::wire {
 namespace {
 
 // A tiny bounded writer: every append is checked, and a failed one poisons
@@ -166,4 +166,4 @@ bool find_string(const char* line, const char* key, char* out, std::size_t size)
   return *p == '"';
 }
 
-}  // namespace gpushare::coord::wire
+}  // namespace gpushare::coord::job::wire

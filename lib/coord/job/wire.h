@@ -10,7 +10,7 @@
 #include "coord/contract/control_block.h"
 #include "coord/contract/version.h"
 
-namespace gpushare::coord::wire {
+namespace gpushare::coord::job::wire {
 
 
 struct RegisterFields {
@@ -35,4 +35,4 @@ std::size_t write_register(char* buffer, std::size_t size, const RegisterFields&
 /// False when absent or not a string.
 bool find_string(const char* line, const char* key, char* out, std::size_t size);
 
-}  // namespace gpushare::coord::wire
+}  // namespace gpushare::coord::job::wire

@@ -15,7 +15,7 @@
 #include "coord/contract/fd_passing.h"
 #include "coord/job/wire.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::job {
 
 constinit std::atomic<YieldPage*> g_own_yield{nullptr};
 
@@ -253,4 +253,4 @@ void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns
   futex(word, FUTEX_WAIT, 1, &timeout);  // returns at once when no longer 1
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::job

@@ -20,7 +20,7 @@
 
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::job {
 
 /// The job's own yield page while registered (null otherwise), read by
 /// the launch and synchronisation paths.
@@ -97,4 +97,4 @@ YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns);
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::job

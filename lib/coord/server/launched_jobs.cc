@@ -9,7 +9,7 @@
 
 #include "vocab/env.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 // Whether the NUL-separated environment read from `fd` holds `entry` as a
@@ -58,4 +58,4 @@ bool launched_job_alive(const std::string& socket_path, uid_t uid, const std::st
   return found;
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -15,7 +15,7 @@
 
 #include <string>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// Whether a process of `uid`, other than the caller, carries
 /// GPUSHARE_LAUNCHED_FOR=`socket_path` in its environment. `proc` is the
@@ -23,4 +23,4 @@ namespace gpushare::coord {
 bool launched_job_alive(const std::string& socket_path, uid_t uid,
                         const std::string& proc = "/proc");
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

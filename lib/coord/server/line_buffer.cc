@@ -1,6 +1,6 @@
 #include "coord/server/line_buffer.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 bool LineBuffer::append(std::string_view bytes) {
   if (overflowed_) return false;
@@ -44,4 +44,4 @@ std::optional<std::string> LineBuffer::next_line() {
   return line;
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 class LineBuffer {
  public:
@@ -35,4 +35,4 @@ class LineBuffer {
   bool overflowed_ = false;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

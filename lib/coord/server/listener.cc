@@ -12,7 +12,7 @@
 
 #include "coord/contract/socket_path.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
@@ -128,4 +128,4 @@ Listener::~Listener() {
   if (lock_fd_ >= 0) close(lock_fd_);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -20,7 +20,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// Creates the socket's directory if missing (0700 when `private_directory`,
 /// else 0755) and, for a private one, insists that it is a directory of this
@@ -52,4 +52,4 @@ class Listener {
   ino_t inode_ = 0;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -16,7 +16,7 @@
 #include <ctime>
 #include <unordered_map>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 constexpr std::uint64_t kTagListen = 0;
@@ -354,4 +354,4 @@ void MetricsEndpoint::on_ready() {
   }
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -27,7 +27,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 struct MetricsLimits {
   std::size_t max_connections = 16;
@@ -66,4 +66,4 @@ class MetricsEndpoint {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -4,7 +4,7 @@
 #include "coord/server/launched_jobs.h"
 #include "coord/server/server_impl.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 using namespace server_detail;
 
@@ -531,4 +531,4 @@ Result<StopReason> Server::run() {
   }
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -24,7 +24,7 @@
 #include "coord/server/memory/enforcement.h"
 #include "coord/server/compute/compute_control.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 struct ServerOptions {
   std::string socket_path;
@@ -105,4 +105,4 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

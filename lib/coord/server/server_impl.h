@@ -35,7 +35,7 @@
 #include "coord/server/server.h"
 #include "coord/server/memory/suspend_requests.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace server_detail {
 // epoll tags: fixed ones below kFirstConnection; a connection's socket is
 // key*2, its job's pidfd key*2+1.
@@ -183,4 +183,4 @@ struct Server::Impl {
   std::string answer(const Connection& c, const Request& request);
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

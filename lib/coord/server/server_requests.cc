@@ -8,7 +8,7 @@
 
 #include "coord/contract/metrics_text.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 using namespace server_detail;
 
@@ -225,4 +225,4 @@ std::string Server::Impl::answer(const Connection& c, const Request& request) {
   return encode_jobs({*result});
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 StopSignals::~StopSignals() {
   if (fd_ >= 0) close(fd_);
@@ -37,4 +37,4 @@ const char* StopSignals::received_name() {
   return name != nullptr ? name : "TERM";
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

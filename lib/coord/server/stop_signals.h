@@ -6,7 +6,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 class StopSignals {
  public:
@@ -27,4 +27,4 @@ class StopSignals {
   int fd_ = -1;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

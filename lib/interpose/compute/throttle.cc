@@ -66,8 +66,8 @@ std::uint64_t now_ns() {
 }
 
 ThrottleLimits read_limits(int device) {
-  coord::ComputeView view;
-  coord::compute_limits(device, &view);
+  coord::job::ComputeView view;
+  coord::job::compute_limits(device, &view);
   ThrottleLimits limits;
   limits.launch_budget = view.launch_budget;
   limits.launch_window_ns = view.launch_window_ns;
@@ -211,7 +211,7 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
                  bool per_thread, std::uint64_t now) {
   bool tracked = ensure_events(gate);
   if (tracked) reap_markers(gate, 0);
-  coord::YieldGrant grant = coord::yield_grant(limits.yield_mask, now);
+  coord::job::YieldGrant grant = coord::job::yield_grant(limits.yield_mask, now);
   double level = limits.compute_cap_ppm != kThrottleNoLimit
                      ? static_cast<double>(limits.compute_cap_ppm) / 1e6
                      : 1.0;
@@ -250,7 +250,7 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
   }
   if (grant.busy != nullptr) {  // not even one launch beside it: one wake-up at its clear
     pthread_mutex_unlock(&gate.mutex);
-    coord::yield_wait(grant.busy, kYieldWaitNs);
+    coord::job::yield_wait(grant.busy, kYieldWaitNs);
     pthread_mutex_lock(&gate.mutex);
     gate.burst_fresh = true;
     return false;
@@ -294,7 +294,7 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool
 }  // namespace
 
 LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
-  if (coord::paused()) coord::wait_while_paused();
+  if (coord::job::paused()) coord::job::wait_while_paused();
   LaunchTicket ticket;
   int device = current_device();
   if (device < 0) return ticket;

@@ -15,7 +15,7 @@
 namespace gpushare::interpose {
 
 constinit Runtime g_runtime;
-constinit coord::LocalCounters g_counters{};
+constinit coord::job::LocalCounters g_counters{};
 __thread LaunchSlot* t_launch_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {

@@ -97,13 +97,13 @@ int current_device();
 std::uint64_t current_context();
 
 /// The limit in force on a device, the one function every hook asks: the
-/// job side owns it (coord::mem_limit: the coordinator's when it set one,
+/// job side owns it (coord::job::mem_limit: the coordinator's when it set one,
 /// else the job's start limit). Lock-free loads only.
-inline std::uint64_t effective_limit(int device) { return coord::mem_limit(device); }
+inline std::uint64_t effective_limit(int device) { return coord::job::mem_limit(device); }
 
 /// The telemetry counters the coordinator client copies into the job's
 /// telemetry page (process-local; relaxed increments).
-extern coord::LocalCounters g_counters;
+extern coord::job::LocalCounters g_counters;
 
 /// Launches are counted per thread, in a slot of its own, by a plain load
 /// and store (no locked instruction, which costs more than the rest of the
@@ -139,7 +139,7 @@ inline void count_launch() {
 inline bool before_launch() {
   if (g_runtime.settings.disabled) return false;
   count_launch();
-  return coord::launch_gated();
+  return coord::job::launch_gated();
 }
 
 /// This process's device memory as the driver's NVML sees it (contexts

@@ -25,7 +25,7 @@ __attribute__((noinline)) CUresult slow_launch(Args... args) {
   if (!driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_runtime.real.*Entry;
   if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
-  gpushare::coord::yield_mark_busy();
+  gpushare::coord::job::yield_mark_busy();
   if (!before_launch()) return real(args...);
   LaunchTicket ticket = throttle_gate(Stream::of(args...), PerThread);
   CUresult result = real(args...);
@@ -59,10 +59,10 @@ struct GraphStream {
 // interposer is on, and nothing gates the launch. Counts the launch.
 inline bool launch_fast_path() {
   LaunchSlot* slot = t_launch_slot;
-  if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::launch_gated())
+  if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::job::launch_gated())
     return false;
   slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  gpushare::coord::yield_mark_busy();  // once per iteration a store, else one load
+  gpushare::coord::job::yield_mark_busy();  // once per iteration a store, else one load
   return true;
 }
 

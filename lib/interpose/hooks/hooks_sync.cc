@@ -24,7 +24,7 @@ void after_sync(CUresult result) {
   // The work waited for is finished: opportunistic jobs may use the GPU
   // (a job with work left on other streams is taken as idle too; the
   // loop's share still guards its speed).
-  gpushare::coord::yield_clear_busy();
+  gpushare::coord::job::yield_clear_busy();
   std::uint64_t launches = launches_total();
   if (g_launches_at_last_sync.exchange(launches, std::memory_order_relaxed) != launches) {
     timespec ts;

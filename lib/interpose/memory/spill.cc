@@ -161,7 +161,7 @@ CUresult allocate_managed_backed(CUdeviceptr* pointer, std::size_t bytes, int de
 }
 
 std::uint64_t spillable_limit(int device) {
-  std::uint64_t start = coord::start_mem_limit(device), now = effective_limit(device);
+  std::uint64_t start = coord::job::start_mem_limit(device), now = effective_limit(device);
   if (start == kNoLimit || now == kNoLimit) return kNoLimit;
   return start > now ? start : now;
 }
@@ -175,7 +175,7 @@ void spill_forget(const AllocationRecord& record) {
 
 bool may_wait_for_room(int device) {
   return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
-         coord::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
+         coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
 }
 
 std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
@@ -197,7 +197,7 @@ std::uint64_t monotonic_ns() {
 
 bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns) {
   if (monotonic_ns() >= deadline_ns) return false;
-  if (coord::mem_refused_seq(device) == seq) return false;  // no room coming
+  if (coord::job::mem_refused_seq(device) == seq) return false;  // no room coming
   timespec step{0, 1000000};
   nanosleep(&step, nullptr);
   return true;
@@ -208,7 +208,7 @@ void spill_tick() {
   if (!managed_backing()) return;
   int count = g_runtime.device_count.load(std::memory_order_acquire);
   for (int device = 0; device < count && device < kMaxDevices; ++device) {
-    settle_device(device, coord::device_resident_target(device));
+    settle_device(device, coord::job::device_resident_target(device));
   }
 }
 

@@ -103,7 +103,7 @@ bool move_managed(std::uint64_t key, AllocationRecord record, bool to_host) {
 // spill.cc brings it back when the target rises: an opportunistic job's
 // resume never waits for a production job's room.
 void resume_managed(std::uint64_t key, AllocationRecord record) {
-  std::uint64_t target = coord::device_resident_target(record.device);
+  std::uint64_t target = coord::job::device_resident_target(record.device);
   std::uint64_t resident =
       g_counters.device_resident_bytes[record.device].load(std::memory_order_relaxed);
   bool fits = target == kNoLimit || resident + record.bytes <= target;
@@ -228,7 +228,7 @@ bool resume_step() {
 
 void memory_tick() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
-  bool wanted = coord::suspend_requested();
+  bool wanted = coord::job::suspend_requested();
   if (wanted) {
     // Shown as suspending for a tick before the work starts.
     if (now == coord::kSuspendRunning || now == coord::kSuspendResuming) {

@@ -60,7 +60,7 @@
 
 namespace gpushare::interpose {
 
-extern coord::LocalCounters g_counters;
+extern coord::job::LocalCounters g_counters;
 
 /// Waits (1 ms steps) while a suspend is under way or in force; returns at
 /// once otherwise (one relaxed load). Called by the held copy wrappers.

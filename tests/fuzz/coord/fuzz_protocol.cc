@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Framing: the first byte picks a piece size, as reads would split it.
   std::size_t piece = size == 0 ? 1 : 1 + data[0] % 64;
-  gpushare::coord::LineBuffer buffer(kMaxMessageBytes);
+  gpushare::coord::server::LineBuffer buffer(kMaxMessageBytes);
   for (std::size_t at = 0; at < input.size(); at += piece) {
     if (!buffer.append(input.substr(at, piece))) break;
     while (auto line = buffer.next_line()) {

@@ -70,7 +70,7 @@
 #include <cmath>
 #include <deque>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 constexpr std::uint64_t kHistoryNs = 2'500'000'000;
@@ -435,4 +435,4 @@ std::unique_ptr<DeviceController> make_device_controller(ComputePolicy policy,
   return std::make_unique<UncontrolledController>();
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

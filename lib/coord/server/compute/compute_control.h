@@ -26,7 +26,7 @@
 #include "coord/server/registry/compute_output.h"
 #include "coord/server/registry/control_block_owner.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 std::optional<ComputePolicy> parse_compute_policy(std::string_view text);
 const char* compute_policy_name(ComputePolicy policy);
@@ -95,4 +95,4 @@ class ProgressMeter {
 std::unique_ptr<DeviceController> make_device_controller(ComputePolicy policy,
                                                          const ComputeTuning& tuning = {});
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -3,7 +3,7 @@
 #include <set>
 #include <vector>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 // Every production job's mark, once per tick; forgets jobs that left.
 void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
@@ -123,4 +123,4 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   }
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

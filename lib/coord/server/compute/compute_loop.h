@@ -23,7 +23,7 @@
 #include "coord/server/compute/compute_yield.h"
 #include "coord/server/registry/registry.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 inline constexpr std::uint64_t kComputeStaleNs = 500'000'000;
 
@@ -56,4 +56,4 @@ class ComputeLoop {
   std::map<std::string, std::unique_ptr<DeviceController>> devices_;  // by UUID
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -17,7 +17,7 @@
 
 #include "coord/server/compute/compute_control.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 constexpr std::uint64_t kTgsWindowNs = 50'000'000;
@@ -150,4 +150,4 @@ std::unique_ptr<DeviceController> make_tgs_controller(const ComputeTuning& tunin
   return std::make_unique<TgsController>(tuning);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -1,6 +1,6 @@
 #include "coord/server/compute/compute_yield.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 int YieldSlots::slot_of(std::uint64_t job_id) {
   int free_slot = -1;
@@ -78,4 +78,4 @@ void YieldPlanner::delivered(const YieldDelivery& delivery) {
   sent_[delivery.receiver][delivery.slot] = delivery.producer;
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

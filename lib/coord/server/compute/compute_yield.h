@@ -36,7 +36,7 @@
 
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// Node-wide slot numbers for production jobs' yield pages.
 class YieldSlots {
@@ -104,4 +104,4 @@ class YieldPlanner {
   std::map<std::uint64_t, std::map<int, std::uint64_t>> sent_;  // receiver -> slot -> producer
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

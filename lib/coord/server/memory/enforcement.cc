@@ -10,7 +10,7 @@
 #include "common/units.h"
 #include "coord/server/registry/registry.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 Result<ViolationAction> parse_violation_action(std::string_view text) {
   if (text == "warn") return ViolationAction::kWarn;
@@ -196,4 +196,4 @@ void Enforcer::annotate(std::vector<JobView>& jobs) const {
   for (JobView& job : jobs) annotate(job);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

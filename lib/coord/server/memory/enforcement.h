@@ -48,7 +48,7 @@
 #include "common/result.h"
 #include "coord/contract/protocol.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 class Registry;
 
@@ -104,4 +104,4 @@ class Enforcer {
   std::map<std::uint64_t, State> states_;  ///< by job id
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

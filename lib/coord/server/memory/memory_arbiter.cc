@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 namespace {
 
@@ -68,4 +68,4 @@ ArbiterResult arbitrate(std::uint64_t capacity, const std::vector<ArbiterJob>& j
   return result;
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -29,7 +29,7 @@
 
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 struct ArbiterJob {
   std::uint64_t id = 0;
@@ -61,4 +61,4 @@ struct ArbiterResult {
 /// caller's headroom).
 ArbiterResult arbitrate(std::uint64_t capacity, const std::vector<ArbiterJob>& jobs);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

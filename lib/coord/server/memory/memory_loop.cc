@@ -8,7 +8,7 @@
 
 #include "coord/server/memory/memory_arbiter.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 namespace {
 
@@ -92,4 +92,4 @@ void memory_tick(Registry& registry) {
   }
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -13,8 +13,8 @@
 
 #include "coord/server/registry/registry.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 void memory_tick(Registry& registry);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -12,7 +12,7 @@
 #include "common/saturate.h"
 #include "coord/server/registry/authorize.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 namespace {
 
@@ -152,4 +152,4 @@ Result<JobView> Registry::suspend(const SuspendRequest& request, const Caller& c
   return view(job, now_ns);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -20,7 +20,7 @@
 #include "coord/contract/protocol.h"
 #include "coord/server/registry/registry.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// What a kBlocks* mask names, in words ("CUDA arrays, ...").
 std::string describe_blockers(std::uint64_t mask);
@@ -29,4 +29,4 @@ std::string describe_blockers(std::uint64_t mask);
 /// `note` receives a line for each.
 void suspend_tick(Registry& registry, const std::function<void(const std::string&)>& note);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -5,7 +5,7 @@
 #include "common/units.h"
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 std::string who_may(const Policy& policy) {
@@ -48,4 +48,4 @@ Status may_change(const Caller& caller, const Policy& policy, const Change& chan
   return {};
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -20,7 +20,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 struct Caller {
   pid_t pid = 0;
@@ -52,4 +52,4 @@ Status may_act(const Caller& caller, const Policy& policy, std::uint64_t job_id,
 /// May `caller` make this change?
 Status may_change(const Caller& caller, const Policy& policy, const Change& change);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

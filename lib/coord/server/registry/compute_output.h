@@ -9,7 +9,7 @@
 
 #include "coord/server/registry/control_block_owner.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 enum class ComputePolicy { kNone, kGpushare, kTgs };
 
@@ -25,4 +25,4 @@ struct ComputeJobOutput {
   double launch_rate_per_s = -1;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

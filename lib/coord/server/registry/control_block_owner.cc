@@ -12,7 +12,7 @@
 #include <new>
 #include <string>
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
@@ -239,4 +239,4 @@ void ControlBlock::update_throttle() {
 
 void ControlBlock::bump() { limits_->generation.fetch_add(1, std::memory_order_release); }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -9,7 +9,7 @@
 #include "common/result.h"
 #include "coord/contract/control_block.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// One device's compute limits (see control_block.h); kNoLimit: none.
 struct ComputeLimits {
@@ -96,4 +96,4 @@ class ControlBlock {
   TelemetryPage* telemetry_ = nullptr;
 };
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -11,7 +11,7 @@
 
 #include "coord/contract/protocol.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 constexpr std::size_t kMaxStateBytes = 16u << 20;
@@ -128,4 +128,4 @@ Status save_decisions(const std::string& path, const std::vector<Decision>& deci
   return {};
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

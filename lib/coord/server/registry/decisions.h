@@ -15,7 +15,7 @@
 #include "common/result.h"
 #include "coord/server/registry/registry.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// Reads the state file. A missing file is an empty list; a file that is
 /// not the coordinator's own, or not readable as decisions, is an Error
@@ -25,4 +25,4 @@ Result<std::vector<Decision>> load_decisions(const std::string& path);
 /// Replaces the state file with `decisions`.
 Status save_decisions(const std::string& path, const std::vector<Decision>& decisions);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -7,7 +7,7 @@
 #include "common/saturate.h"
 #include "common/units.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 namespace {
 
 bool all_digits(std::string_view text) {
@@ -486,4 +486,4 @@ Result<JobView> Registry::pause(const PauseRequest& request, const Caller& calle
   return view(job, now_ns);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

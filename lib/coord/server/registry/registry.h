@@ -20,7 +20,7 @@
 #include "coord/server/registry/control_block_owner.h"
 #include "coord/server/registry/tree_identity.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 /// A job is "stale" when its telemetry has not moved for this long (it is
 /// stopped, or stuck in a way that stops its client thread).
@@ -183,4 +183,4 @@ class Registry {
 /// of the device, or "none".
 Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_total_bytes);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

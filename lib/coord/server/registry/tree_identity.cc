@@ -10,7 +10,7 @@
 
 #include "coord/contract/fd_passing.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 Result<TreeProof> TreeProof::verify(int fd, uid_t peer_uid) {
   TreeProof proof;
@@ -63,4 +63,4 @@ ssize_t receive_keeping_descriptor(int socket, char* buffer, std::size_t size, i
   return receive_with_fds(socket, buffer, size, kept, 1, &count, MSG_DONTWAIT);
 }
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server

@@ -25,7 +25,7 @@
 
 #include "common/result.h"
 
-namespace gpushare::coord {
+namespace gpushare::coord::server {
 
 class TreeProof {
  public:
@@ -62,4 +62,4 @@ class TreeProof {
 /// hold descriptors.
 ssize_t receive_keeping_descriptor(int socket, char* buffer, std::size_t size, int* kept);
 
-}  // namespace gpushare::coord
+}  // namespace gpushare::coord::server
