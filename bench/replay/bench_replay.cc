@@ -23,7 +23,7 @@
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "replay/replay.h"
 #include "replay/trace.h"
 

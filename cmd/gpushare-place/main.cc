@@ -15,10 +15,10 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "place/format.h"
 #include "place/placer.h"
-#include "place/state_writer.h"
+#include "place/cluster/state_writer.h"
 #include "replay_command.h"
 #include "slurm_state.h"
 

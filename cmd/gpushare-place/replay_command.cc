@@ -9,7 +9,7 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/units.h"
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "replay/replay.h"
 #include "replay/trace.h"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/diag.h"
-#include "place/cluster_slurm.h"
+#include "place/cluster/cluster_slurm.h"
 
 namespace gpushare::place_cmd {
 namespace {

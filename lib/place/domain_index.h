@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

@@ -30,7 +30,7 @@
 #include <optional>
 #include <vector>
 
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

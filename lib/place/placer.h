@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 #include "place/job.h"
 
 namespace gpushare::place {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "place/antman_rules.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 #include "place/domain_index.h"
 #include "place/load_index.h"
 #include "place/placer.h"

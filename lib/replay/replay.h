@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 #include "replay/interference_model.h"
 #include "replay/trace.h"
 

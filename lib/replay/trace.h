@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::replay {
 

@@ -32,8 +32,9 @@ set(rules
   "lib/interpose|interpose/,coord/job/,coord/contract/,cudaapi/,vocab/"
   "lib/runner|runner/,common/,coord/contract/,vocab/"
   "lib/simgpu|simgpu/,cudaapi/,vocab/"
+  "lib/place/cluster|place/cluster/,common/,vocab/"
   "lib/place|place/,common/,vocab/"
-  "lib/replay|replay/,place/antman_rules.h,place/cluster.h,common/,vocab/"
+  "lib/replay|replay/,place/antman_rules.h,place/cluster/cluster.h,common/,vocab/"
   "lib/probe|probe/,runner/,common/,vocab/")
 
 # The most specific rule for a file: the longest folder that holds it.

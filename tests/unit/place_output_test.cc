@@ -8,10 +8,10 @@
 #include <sstream>
 #include <string>
 
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "place/format.h"
 #include "place/placer.h"
-#include "place/state_writer.h"
+#include "place/cluster/state_writer.h"
 
 using gpushare::place::Cluster;
 using gpushare::Qos;

@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "place/placer.h"
-#include "place/state_writer.h"
+#include "place/cluster/state_writer.h"
 
 using namespace gpushare;
 using namespace gpushare::place;

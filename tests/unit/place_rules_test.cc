@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "place/placer.h"
 
 using gpushare::place::Cluster;

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "place/cluster_slurm.h"
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_slurm.h"
+#include "place/cluster/cluster_toml.h"
 
 using gpushare::place::apply_slurm_state;
 using gpushare::place::Cluster;

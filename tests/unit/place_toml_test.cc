@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 
 using gpushare::place::Cluster;
 using gpushare::Qos;

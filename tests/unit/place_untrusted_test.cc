@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/diag.h"
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "place/format.h"
 #include "place/job.h"
 #include "place/placer.h"

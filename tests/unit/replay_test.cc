@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 #include "replay/trace.h"
 
 using namespace gpushare::place;

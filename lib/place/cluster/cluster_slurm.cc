@@ -1,4 +1,4 @@
-#include "place/cluster_slurm.h"
+#include "place/cluster/cluster_slurm.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "place/state_writer.h"
+#include "place/cluster/state_writer.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // The cluster file's sections, read strictly through TomlReader: each
 // section knows its keys, and cross-references are checked at the end.
-#include "place/cluster_toml.h"
+#include "place/cluster/cluster_toml.h"
 
 #include <toml++/toml.h>
 
@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "common/units.h"
-#include "place/toml_reader.h"
+#include "place/cluster/toml_reader.h"
 
 namespace gpushare::place {
 namespace {

@@ -1,4 +1,4 @@
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

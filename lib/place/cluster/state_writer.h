@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

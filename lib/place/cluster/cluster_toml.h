@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

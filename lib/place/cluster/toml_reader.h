@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "place/cluster.h"
+#include "place/cluster/cluster.h"
 
 namespace gpushare::place {
 

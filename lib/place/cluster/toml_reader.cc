@@ -1,4 +1,4 @@
-#include "place/toml_reader.h"
+#include "place/cluster/toml_reader.h"
 
 #include <sstream>
 
