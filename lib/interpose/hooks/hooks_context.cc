@@ -75,15 +75,22 @@ UsageProbe usage_before(int device) {
 }
 
 // Charges the growth since `probe` to the new context, and tells the job's
-// other processes what a context costs.
-void charge_context(const UsageProbe& probe, CUcontext context) {
+// other processes what a context costs. `reserved` bytes are already the
+// job's (the context's reservation): only the difference is charged or given
+// back, in one step, so the job's sum never dips below what it holds while
+// another process of the job reserves its own context.
+void charge_context(const UsageProbe& probe, CUcontext context, std::uint64_t reserved) {
   if (!valid_device(probe.device)) return;
   std::uint64_t after = 0, overhead = 0;
   if (probe.measured && process_device_usage(probe.device, &after) && after > probe.before) {
     overhead = after - probe.before;
   }
   Device& state = g_runtime.devices[probe.device];
-  state.budget.charge(overhead);
+  if (overhead >= reserved) {
+    state.budget.charge(overhead - reserved);
+  } else {
+    state.budget.release(reserved - overhead);
+  }
   std::uint64_t largest = state.largest_context.load(std::memory_order_relaxed);
   while (overhead > largest && !state.largest_context.compare_exchange_weak(
                                    largest, overhead, std::memory_order_relaxed)) {
@@ -151,12 +158,16 @@ bool reserve_context(int device, ContextReservation* reservation) {
   return true;
 }
 
-// Once the context is created (or failed): swaps the reservation for the
-// measured charge, then lets the job's other processes see the measurement.
+// Once the context is created (or failed): turns the reservation into the
+// measured charge (or gives it back), then lets the job's other processes
+// see the measurement.
 void settle_context(int device, const ContextReservation& reservation, const UsageProbe& probe,
                     CUresult result, CUcontext created) {
-  if (reservation.bytes != 0) g_runtime.devices[device].budget.release(reservation.bytes);
-  if (result == CUDA_SUCCESS && created != nullptr) charge_context(probe, created);
+  if (result == CUDA_SUCCESS && created != nullptr) {
+    charge_context(probe, created, reservation.bytes);
+  } else if (reservation.bytes != 0) {
+    g_runtime.devices[device].budget.release(reservation.bytes);
+  }
   if (reservation.measuring) unlock_tree_measurement();
 }
 
