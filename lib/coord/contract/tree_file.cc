@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -166,7 +167,7 @@ bool remove_if_stale(int directory, const char* name) {
   bool known = tree->magic == kTreeMagic && tree->version == kTreeVersion;
   bool in_use = !known || slot_or_creator_lives(*tree);
   munmap(memory, sizeof(TreeFile));
-  char path[160];
+  char path[sizeof "/dev/shm/" + NAME_MAX];  // any directory entry's name fits whole
   std::snprintf(path, sizeof path, "/dev/shm/%s", name);
   if (in_use || some_environment_names(path)) return false;
   struct stat named {};
