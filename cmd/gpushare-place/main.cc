@@ -71,8 +71,8 @@ class Output {
 /// Places one record; input errors become unplaced placements and are
 /// reported on stderr, after the placements printed before them.
 place::Placement place_record(place::Placer& placer, const place::JobRecord& record,
-                              const place::JobReader& reader, bool explain,
-                              int* input_errors, Output* output) {
+                              const place::JobReader& reader, bool explain, int* input_errors,
+                              Output* output) {
   std::string message = record.error;
   if (record.job) {
     place::Placement placement = placer.place(*record.job, explain);

@@ -59,9 +59,9 @@ class JobReader::Buffer : public std::streambuf {
     while (total < room) {
       std::streamsize available = source_->in_avail();
       if (available <= 0) break;
-      std::streamsize got = source_->sgetn(
-          to + total,
-          static_cast<std::streamsize>(std::min(room - total, static_cast<std::size_t>(available))));
+      std::streamsize got =
+          source_->sgetn(to + total, static_cast<std::streamsize>(std::min(
+                                         room - total, static_cast<std::size_t>(available))));
       if (got <= 0) break;
       total += static_cast<std::size_t>(got);
     }

@@ -89,7 +89,9 @@ class RunningJobs {
 
   static std::uint64_t hash(std::string_view id) { return std::hash<std::string_view>{}(id); }
   static std::uint32_t tag(std::uint64_t h) { return static_cast<std::uint32_t>(h >> 32); }
-  std::size_t home(std::uint64_t h) const { return static_cast<std::size_t>(h) & (slots_.size() - 1); }
+  std::size_t home(std::uint64_t h) const {
+    return static_cast<std::size_t>(h) & (slots_.size() - 1);
+  }
 
   /// True with *slot at the job; else false with *slot at the empty slot
   /// where it would go (when there are slots).

@@ -2,6 +2,7 @@
 // here, JobReader must give what JsonLinesReader and job_from_json give
 // (the same jobs, errors, record numbers and positions), and the fast path
 // must take the ordinary records itself.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -56,8 +57,7 @@ std::vector<std::string> reference(const std::string& input) {
         r.job = std::move(*job);
       } else {
         r.error = reader.source_name() + ": record " + std::to_string(reader.record_number()) +
-                  ": " + (r.id ? "job " + place::quoted(*r.id) + ": " : "") +
-                  job.error().message;
+                  ": " + (r.id ? "job " + place::quoted(*r.id) + ": " : "") + job.error().message;
       }
     }
     out.push_back(describe(r, reader.record_number()));
@@ -65,9 +65,34 @@ std::vector<std::string> reference(const std::string& input) {
   return out;
 }
 
-std::vector<std::string> fast(const std::string& input) {
-  std::istringstream in(input);
-  place::JobReader reader(in, "jobs");
+/// A source that hands over at most `piece` bytes at a time, as a pipe
+/// does: records arrive cut anywhere, and the reader must read on.
+class Trickle : public std::streambuf {
+ public:
+  Trickle(const std::string& text, std::size_t piece) : text_(text), piece_(piece) {}
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (at_ == text_.size()) return traits_type::eof();
+    std::size_t n = std::min(piece_, text_.size() - at_);
+    char* begin = text_.data() + at_;
+    setg(begin, begin, begin + n);
+    at_ += n;
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string text_;
+  std::size_t piece_;
+  std::size_t at_ = 0;
+};
+
+std::vector<std::string> fast(const std::string& input, std::size_t piece = 0) {
+  std::istringstream whole(input);
+  Trickle trickle(input, piece);
+  std::istream pieces(&trickle);
+  place::JobReader reader(piece == 0 ? static_cast<std::istream&>(whole) : pieces, "jobs");
   std::vector<std::string> out;
   place::JobRecord r;
   while (reader.next(&r)) out.push_back(describe(r, reader.record_number()));
@@ -115,21 +140,21 @@ TEST_CASE("the fast path reads ordinary job records itself", "[place][job_reader
 TEST_CASE("the fast path leaves the unusual to nlohmann", "[place][job_reader]") {
   using place::ScanResult;
   CHECK(scan(R"({"id":"a\u0062"})") == ScanResult::kNotMine);        // an escape
-  CHECK(scan("{\"id\":\"caf\xc3\xa9\"}") == ScanResult::kNotMine);    // UTF-8
+  CHECK(scan("{\"id\":\"caf\xc3\xa9\"}") == ScanResult::kNotMine);   // UTF-8
   CHECK(scan(R"({"id":"a","x":{"y":1}})") == ScanResult::kNotMine);  // nested
   CHECK(scan(R"({"id":"a","x":[1]})") == ScanResult::kNotMine);
   CHECK(scan(R"({"id":"a","x":null})") == ScanResult::kNotMine);
-  CHECK(scan(R"({"id":"a","gpus":-1})") == ScanResult::kNotMine);      // a sign
-  CHECK(scan(R"({"id":"a","gpus":2.0})") == ScanResult::kNotMine);     // converted
-  CHECK(scan(R"({"id":"a","id":"b"})") == ScanResult::kNotMine);       // repeated
-  CHECK(scan(R"({"id":"a","gpus":0})") == ScanResult::kNotMine);       // an error
-  CHECK(scan(R"({"gpus":1})") == ScanResult::kNotMine);                // no id
-  CHECK(scan(R"({"id":"a","x":1e999})") == ScanResult::kNotMine);      // overflow
+  CHECK(scan(R"({"id":"a","gpus":-1})") == ScanResult::kNotMine);   // a sign
+  CHECK(scan(R"({"id":"a","gpus":2.0})") == ScanResult::kNotMine);  // converted
+  CHECK(scan(R"({"id":"a","id":"b"})") == ScanResult::kNotMine);    // repeated
+  CHECK(scan(R"({"id":"a","gpus":0})") == ScanResult::kNotMine);    // an error
+  CHECK(scan(R"({"gpus":1})") == ScanResult::kNotMine);             // no id
+  CHECK(scan(R"({"id":"a","x":1e999})") == ScanResult::kNotMine);   // overflow
   CHECK(scan(R"({"id":"a","x":18446744073709551616})") == ScanResult::kNotMine);
   CHECK(scan(R"({"id":"a","x":01})") == ScanResult::kNotMine);
   CHECK(scan(R"(["id"])") == ScanResult::kNotMine);
   CHECK(scan(R"({"id":"a")") == ScanResult::kIncomplete);
-  CHECK(scan(R"({"id":"a","gpus":12)") == ScanResult::kIncomplete);   // 12 or 123?
+  CHECK(scan(R"({"id":"a","gpus":12)") == ScanResult::kIncomplete);  // 12 or 123?
   CHECK(scan(R"({"id":"a)") == ScanResult::kIncomplete);
 }
 
@@ -139,8 +164,8 @@ TEST_CASE("the job reader gives what the careful reader gives", "[place][job_rea
       "",
       "\n\n  \r\n",
       kGood + "\n",
-      kGood,  // no newline at the end
-      kGood + "\n" + kGood + "\n",  // a repeated id: the placer's error, not the reader's
+      kGood,                                 // no newline at the end
+      kGood + "\n" + kGood + "\n",           // a repeated id: the placer's error, not the reader's
       R"({"id":"a"} {"id":"b"}{"id":"c"})",  // several on a line
       "{\n  \"id\": \"pretty\",\n  \"gpus\": 3\n}\n",
       R"({"id":7,"mem_bytes":1.6e10})",
@@ -223,4 +248,24 @@ TEST_CASE("the job reader agrees with the careful reader on damaged records",
     }
   }
   CHECK(differences == 0);
+}
+
+TEST_CASE("the job reader reads records cut anywhere by the input", "[place][job_reader]") {
+  // Over 1 MiB of records, so some cross the reader's buffer; then the
+  // same input handed over a few bytes at a time.
+  std::string input;
+  for (int i = 0; i < 12000; ++i) {
+    input += R"({"kind":"job","version":1,"id":"job-)" + std::to_string(i) +
+             R"(","tenant":"t","gpus":)" + std::to_string(1 + i % 8) +
+             R"(,"mem_bytes":)" + std::to_string(1000003ull * static_cast<unsigned>(i)) + R"(,"util":0.)" +
+             std::to_string(i % 1000) + "}\n";
+    if (i % 997 == 0) input += "{\"id\":\"bad\",\"gpus\":0}\n{\"id\":\n";
+  }
+  REQUIRE(input.size() > (1u << 20));
+  std::vector<std::string> expected = reference(input);
+  CHECK(fast(input) == expected);
+  for (std::size_t piece : {1u, 7u, 4096u}) {
+    INFO("pieces of " << piece << " bytes");
+    CHECK(fast(input, piece) == expected);
+  }
 }
