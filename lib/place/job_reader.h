@@ -1,4 +1,4 @@
-// Jobs from a JSON Lines stream, a million a second.
+// Jobs from a JSON Lines stream, without building a JSON tree per record.
 //
 // The reader owns a large buffer over the input stream and reads each
 // record from it directly (job_scan.h). A record the fast path does not
