@@ -5,18 +5,19 @@
 // places each job in input order, prints each placement as it is made, and
 // writes the cluster's new state if asked. The rules live in lib/place.
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/cli.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
-#include "common/jsonl.h"
 #include "place/cluster/cluster_toml.h"
 #include "place/format.h"
+#include "place/job_reader.h"
 #include "place/placer.h"
 #include "place/cluster/state_writer.h"
 #include "replay_command.h"
@@ -37,50 +38,21 @@ struct PlaceOptions {
   std::string slurm_state;  // --slurm-state DIR
 };
 
-/// One input record: a job, or why it is not one.
-struct Record {
-  std::optional<place::Job> job;
-  std::optional<place::JobId> id;  // for errors, when the record had one
-  std::string error;               // "SOURCE: record N: ..." when not a job
-};
-
-/// Reads the next record; false at the end of input.
-bool next_record(gpushare::JsonLinesReader& reader, Record* record) {
-  *record = Record{};
-  auto next = reader.next();
-  if (!next) {
-    record->error = next.error().message;
-    return true;
-  }
-  if (!*next) return false;
-  record->id = place::job_id_of(**next);
-  auto job = place::job_from_json(**next);
-  if (!job) {
-    record->error = reader.source_name() + ": record " + std::to_string(reader.record_number()) +
-                    ": " + (record->id ? "job " + place::quoted(*record->id) + ": " : "") +
-                    job.error().message;
-    return true;
-  }
-  record->job = std::move(*job);
-  return true;
-}
-
 /// Writes records in batches, but never holds one back while waiting for
 /// input: a consumer in a pipeline sees each placement before the next job
 /// is read, and a batch of 100,000 jobs costs hundreds of writes, not
 /// 100,000.
 class Output {
  public:
-  explicit Output(std::istream& in) : in_(in) {}
+  explicit Output(std::streambuf* input) : input_(input) {}
   ~Output() { flush(); }
 
   void line(const std::string& text) {
     buffer_ += text;
     buffer_ += '\n';
     // Whitespace left after a record does not count as input waiting.
-    std::streambuf* input = in_.rdbuf();
-    while (input->in_avail() > 0 && std::isspace(input->sgetc())) input->sbumpc();
-    if (input->in_avail() <= 0 || buffer_.size() >= kBatchBytes) flush();
+    while (input_->in_avail() > 0 && std::isspace(input_->sgetc())) input_->sbumpc();
+    if (input_->in_avail() <= 0 || buffer_.size() >= kBatchBytes) flush();
   }
 
   void flush() {
@@ -92,15 +64,15 @@ class Output {
 
  private:
   static constexpr std::size_t kBatchBytes = 1 << 16;
-  std::istream& in_;
+  std::streambuf* input_;
   std::string buffer_;
 };
 
 /// Places one record; input errors become unplaced placements and are
 /// reported on stderr, after the placements printed before them.
-place::Placement place_record(place::Placer& placer, const Record& record,
-                              const gpushare::JsonLinesReader& reader, bool explain,
-                              int* input_errors, Output* output) {
+place::Placement place_record(place::Placer& placer, const place::JobRecord& record,
+                              const place::JobReader& reader, bool explain, int* input_errors,
+                              Output* output) {
   std::string message = record.error;
   if (record.job) {
     place::Placement placement = placer.place(*record.job, explain);
@@ -115,14 +87,14 @@ place::Placement place_record(place::Placer& placer, const Record& record,
 }
 
 /// --format env: exactly one job, printed only if placed on one node.
-int run_env(place::Placer& placer, gpushare::JsonLinesReader& reader) {
-  Record first;
-  if (!next_record(reader, &first)) {
+int run_env(place::Placer& placer, place::JobReader& reader) {
+  place::JobRecord first;
+  if (!reader.next(&first)) {
     error(reader.source_name() + ": no job to place (--format env takes exactly one)");
     return exit_status::kUsage;
   }
-  Record second;
-  if (next_record(reader, &second)) {
+  place::JobRecord second;
+  if (reader.next(&second)) {
     error(reader.source_name() + ": more than one job (--format env takes exactly one)");
     return exit_status::kUsage;
   }
@@ -169,7 +141,7 @@ int run(const PlaceOptions& options) {
     }
   }
   std::istream& in = options.jobs_file == "-" ? std::cin : jobs_file;
-  gpushare::JsonLinesReader reader(in, options.jobs_file == "-" ? "stdin" : options.jobs_file);
+  place::JobReader reader(in, options.jobs_file == "-" ? "stdin" : options.jobs_file);
 
   int status = exit_status::kSuccess;
   if (options.format == place::Format::kEnv) {
@@ -177,9 +149,9 @@ int run(const PlaceOptions& options) {
   } else {
     // Each job in input order, each seeing the placements before it.
     int input_errors = 0;
-    Record record;
-    Output output(in);
-    while (next_record(reader, &record)) {
+    place::JobRecord record;
+    Output output(reader.input());
+    while (reader.next(&record)) {
       place::Placement placement =
           place_record(placer, record, reader, options.explain, &input_errors, &output);
       output.line(options.format == place::Format::kSlurm ? place::slurm_arguments(placement)

@@ -1,5 +1,6 @@
 #include "place/domain_index.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -73,16 +74,6 @@ DomainIndex::Entry DomainIndex::entry(int level, std::uint32_t id) const {
   return Entry{d.free, node_free(d.node), d.node, d.key, id};
 }
 
-void DomainIndex::unlink_node(std::uint32_t node) {
-  for (int l = 0; l < kLevels; ++l) {
-    for (std::uint32_t id : node_domains_[l][node]) {
-      Entry e = entry(l, id);
-      binpack_[l].erase(e);
-      spread_[l].erase(e);
-    }
-  }
-}
-
 void DomainIndex::link_node(std::uint32_t node) {
   for (int l = 0; l < kLevels; ++l) {
     for (std::uint32_t id : node_domains_[l][node]) {
@@ -95,16 +86,25 @@ void DomainIndex::link_node(std::uint32_t node) {
 }
 
 void DomainIndex::set_free(const std::vector<std::uint32_t>& gpus, bool free) {
-  // Keys hold the node's free count, so unlink every touched node before
-  // any count changes and link them again after.
-  std::vector<std::uint32_t> nodes;
+  // Keys hold the node's free count, so every domain of a touched node is
+  // taken out of both sets before any count changes and put back after.
+  // The set nodes are extracted and reinserted with their new keys rather
+  // than erased and allocated again: a production placement re-keys some
+  // twenty entries, and the allocations cost more than the searches.
+  std::vector<std::uint32_t>& nodes = scratch_nodes_;
+  std::vector<Taken>& taken = scratch_taken_;
+  nodes.clear();
+  taken.clear();
   for (std::uint32_t g : gpus) {
     std::uint32_t node = domains_[static_cast<int>(Level::kNode)][gpu_domain_[2][g]].node;
-    bool seen = false;
-    for (std::uint32_t n : nodes) seen = seen || n == node;
-    if (!seen) {
-      nodes.push_back(node);
-      unlink_node(node);
+    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) continue;
+    nodes.push_back(node);
+    for (int l = 0; l < kLevels; ++l) {
+      for (std::uint32_t id : node_domains_[l][node]) {
+        Entry e = entry(l, id);
+        // A domain with no free GPU is in neither set: empty handles.
+        taken.push_back(Taken{l, id, binpack_[l].extract(e), spread_[l].extract(e)});
+      }
     }
   }
   for (std::uint32_t g : gpus) {
@@ -117,7 +117,23 @@ void DomainIndex::set_free(const std::vector<std::uint32_t>& gpus, bool free) {
       }
     }
   }
-  for (std::uint32_t node : nodes) link_node(node);
+  for (Taken& t : taken) {
+    if (domains_[t.level][t.id].free == 0) continue;  // the handles free their nodes
+    Entry e = entry(t.level, t.id);
+    if (t.binpack.empty()) {
+      binpack_[t.level].insert(e);
+    } else {
+      t.binpack.value() = e;
+      binpack_[t.level].insert(std::move(t.binpack));
+    }
+    if (t.spread.empty()) {
+      spread_[t.level].insert(e);
+    } else {
+      t.spread.value() = e;
+      spread_[t.level].insert(std::move(t.spread));
+    }
+  }
+  taken.clear();
 }
 
 }  // namespace gpushare::place

@@ -15,7 +15,8 @@
 // group or NUMA id; GPUs that name none come after those that do). Taking
 // or freeing a GPU changes its node's free count, which is part of every
 // key on that node, so all of that node's domains are re-keyed: O(D log D)
-// for D domains on one node, independent of the cluster's size.
+// for D domains on one node, independent of the cluster's size; the set
+// nodes are moved, not reallocated.
 #pragma once
 
 #include <array>
@@ -106,15 +107,27 @@ class DomainIndex {
     bool operator()(const Entry& a, const Entry& b) const;
   };
 
+  using BinpackSet = std::set<Entry, BinpackLess>;
+  using SpreadSet = std::set<Entry, SpreadLess>;
+  /// A domain's entries while its counts change (set_free).
+  struct Taken {
+    int level;
+    std::uint32_t id;
+    BinpackSet::node_type binpack;
+    SpreadSet::node_type spread;
+  };
+
   Entry entry(int level, std::uint32_t id) const;
-  void unlink_node(std::uint32_t node);
   void link_node(std::uint32_t node);
 
   std::array<std::vector<Domain>, kLevels> domains_;
   std::array<std::vector<std::uint32_t>, kLevels> gpu_domain_;
   std::array<std::vector<std::vector<std::uint32_t>>, kLevels> node_domains_;
-  std::array<std::set<Entry, BinpackLess>, kLevels> binpack_;
-  std::array<std::set<Entry, SpreadLess>, kLevels> spread_;
+  std::array<BinpackSet, kLevels> binpack_;
+  std::array<SpreadSet, kLevels> spread_;
+  // Reused by set_free, so re-keying allocates nothing.
+  std::vector<std::uint32_t> scratch_nodes_;
+  std::vector<Taken> scratch_taken_;
 };
 
 }  // namespace gpushare::place

@@ -14,6 +14,17 @@ namespace {
 
 /// Appends `text` as a JSON string, escaped as nlohmann escapes it.
 void append_string(std::string& out, std::string_view text) {
+  // Names, ids and reasons are nearly always plain: one append each.
+  bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += text;
+    out += '"';
+    return;
+  }
   for (unsigned char c : text) {
     if (c >= 0x80) {
       // Names and ids arrive validated as UTF-8 by the TOML and JSON
@@ -88,7 +99,9 @@ std::string joined(const std::vector<int>& values, char separator) {
 }  // namespace
 
 std::string placement_json(const Placement& placement) {
-  std::string out = "{\"kind\":\"placement\",\"version\":1,\"job\":";
+  std::string out;
+  out.reserve(256);
+  out += "{\"kind\":\"placement\",\"version\":1,\"job\":";
   if (!placement.job) {
     out += "null";
   } else if (placement.job->number) {

@@ -210,7 +210,7 @@ Status Placer::State::check(const Job& job, const std::string& tenant) const {
     return make_error("needs " + size_text(job.mem_bytes) + " per GPU; the largest GPU has " +
                       size_text(largest_gpu_bytes));
   }
-  if (running.count(job.id.text) != 0) {
+  if (running.contains(job.id.text)) {
     return make_error("already running on the cluster (duplicate id)");
   }
   return {};
@@ -355,7 +355,7 @@ void Placer::State::apply(const Job& job, const std::string& tenant, Qos job_cla
     tenant_usage[t] += static_cast<std::int64_t>(choice.gpus.size());
     domains.set_free(choice.gpus, false);
   }
-  running[job.id.text] = Running{choice.gpus, job.util};
+  running[job.id.text] = RunningJobs::Running{choice.gpus, job.util};
 }
 
 std::vector<NodeGpus> Placer::State::by_node(const std::vector<std::uint32_t>& chosen) const {
@@ -372,10 +372,10 @@ std::vector<NodeGpus> Placer::State::by_node(const std::vector<std::uint32_t>& c
 // --- finished jobs --------------------------------------------------------------
 
 Status Placer::State::remove(const std::string& job_id) {
-  auto it = running.find(job_id);
-  if (it == running.end()) return make_error("no job '" + job_id + "' runs on the cluster");
+  RunningJobs::Running* it = running.find(job_id);
+  if (it == nullptr) return make_error("no job '" + job_id + "' runs on the cluster");
   std::vector<std::uint32_t> freed;
-  for (std::uint32_t g : it->second.gpus) {
+  for (std::uint32_t g : it->gpus) {
     Gpu& gp = gpu(g);
     auto job = std::find_if(gp.jobs.begin(), gp.jobs.end(),
                             [&](const ResidentJob& j) { return j.id == job_id; });
@@ -391,12 +391,12 @@ Status Placer::State::remove(const std::string& job_id) {
       ot_mem_bytes[g] -= std::min(ot_mem_bytes[g], job->mem_bytes);
     }
     gp.jobs.erase(job);
-    util_sum[g] -= it->second.util;
+    util_sum[g] -= it->util;
     gp.util = std::clamp(util_sum[g], 0.0, 1.0);
     refresh_load(g);
   }
   domains.set_free(freed, true);
-  running.erase(it);
+  running.erase(job_id);
   return {};
 }
 

@@ -13,6 +13,7 @@
 #include "place/domain_index.h"
 #include "place/load_index.h"
 #include "place/placer.h"
+#include "place/running_jobs.h"
 
 namespace gpushare::place {
 
@@ -61,12 +62,8 @@ struct Placer::State {
 
   std::unordered_map<std::string, std::uint32_t> tenant_ids;
   std::vector<std::int64_t> tenant_usage;  ///< production + reserved GPUs
-  /// A job on the cluster: its GPUs, and the utilisation it added to each.
-  struct Running {
-    std::vector<std::uint32_t> gpus;
-    double util = 0.0;
-  };
-  std::unordered_map<std::string, Running> running;
+  /// The jobs on the cluster: their GPUs, and the utilisation each added.
+  RunningJobs running;
   /// Per GPU: its utilisation before clamping to 1, so removing a job
   /// takes away exactly what placing it added.
   std::vector<double> util_sum;
