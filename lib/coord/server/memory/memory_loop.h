@@ -9,12 +9,21 @@
 // reported: the values are the jobs' own claims, and the smallest errs
 // toward production (a lying job can make opportunistic jobs spill more,
 // which costs them speed, never data).
+//
+// It runs at every compute tick and, between ticks, as soon as a job asks
+// for room or a job's process goes (server.cc). `wake` is called with the
+// process key of every opportunistic job whose target changed, so that
+// the server tells it at once (control_block.h, "Wake-ups").
 #pragma once
+
+#include <cstdint>
+#include <functional>
 
 #include "coord/server/registry/registry.h"
 
 namespace gpushare::coord::server {
 
-void memory_tick(Registry& registry);
+void memory_tick(Registry& registry,
+                 const std::function<void(std::uint64_t process_key)>& wake = {});
 
 }  // namespace gpushare::coord::server
