@@ -86,12 +86,17 @@ void move_chosen(std::size_t count, bool to_host) {
     }
   }
   std::uint64_t elapsed = monotonic_ns() - started;
-  // What the bench reads as the transfer alone (bench/memory).
-  GS_INFO("%s %zu allocations, %llu bytes, in %.3f ms (%.2f GiB/s)",
+  // What the bench reads as the transfer alone, and when it ended by the
+  // wall clock, which other processes can compare with (bench/memory).
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  GS_INFO("%s %zu allocations, %llu bytes, in %.3f ms (%.2f GiB/s), ended at %lld.%03ld ms",
           to_host ? "spilled" : "restored", moved, static_cast<unsigned long long>(bytes),
           static_cast<double>(elapsed) / 1e6,
           elapsed > 0 ? static_cast<double>(bytes) / 1073741824.0 / (static_cast<double>(elapsed) / 1e9)
-                      : 0.0);
+                      : 0.0,
+          static_cast<long long>(wall.tv_sec) * 1000 + wall.tv_nsec / 1000000,
+          (wall.tv_nsec / 1000) % 1000);
 }
 
 // The device's free memory as the driver sees it, in `context`.
