@@ -209,6 +209,15 @@ void spill_forget(const AllocationRecord& record) {
        record.bytes);
 }
 
+void notice_freed(std::uint64_t bytes) {
+  constexpr std::uint64_t kNoticeBytes = 2ull << 20;
+  if (bytes < kNoticeBytes || g_runtime.settings.qos != kQosProduction ||
+      coord::job::g_launch_gate.page.load(std::memory_order_relaxed) == nullptr) {
+    return;
+  }
+  coord::job::wake_client();
+}
+
 bool may_wait_for_room(int device) {
   return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
          coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;

@@ -74,6 +74,11 @@ CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool 
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
 
+/// After a free of `bytes` succeeded: a production job's free of 2 MiB or
+/// more wakes its client thread, which tells the coordinator, so that
+/// spilled opportunistic memory comes back without waiting for a tick.
+void notice_freed(std::uint64_t bytes);
+
 /// A production job's allocation that the driver refused for want of room:
 /// whether to ask the coordinator for room (production, registered, on a
 /// valid device) and wait for opportunistic memory to leave.
