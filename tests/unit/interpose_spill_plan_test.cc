@@ -1,8 +1,7 @@
 // The spill's batch planner (interpose/memory/spill_plan.h): which
 // allocations move and the order of the driver calls, without a driver.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "interpose/memory/spill_plan.h"
@@ -18,8 +17,8 @@ constexpr std::uint64_t kMiB = 1ull << 20;
 std::vector<MigrationStep> plan(const std::vector<MigrationCandidate>& candidates,
                                 const std::vector<std::size_t>& chosen, int streams) {
   std::vector<MigrationStep> steps(batch_steps(chosen.size()));
-  std::size_t n = plan_batch(candidates.data(), chosen.data(), chosen.size(), streams,
-                             steps.data(), steps.size());
+  std::size_t n = plan_batch(candidates.data(), chosen.data(), chosen.size(), streams, steps.data(),
+                             steps.size());
   steps.resize(n);
   return steps;
 }

@@ -46,7 +46,8 @@ void move_counter(int device, std::uint64_t bytes, bool to_host) {
 void note_moved(std::size_t i, bool to_host) {
   AllocationRecord before;
   if (!g_runtime.allocations.set_on_host(g_keys[i], to_host, &before)) return;
-  if ((before.on_host != 0) != to_host) move_counter(g_records[i].device, g_records[i].bytes, to_host);
+  if ((before.on_host != 0) != to_host)
+    move_counter(g_records[i].device, g_records[i].bytes, to_host);
 }
 
 // Moves the `count` chosen scratch entries in batches, one per context
@@ -93,8 +94,9 @@ void move_chosen(std::size_t count, bool to_host) {
   GS_INFO("%s %zu allocations, %llu bytes, in %.3f ms (%.2f GiB/s), ended at %lld.%03ld ms",
           to_host ? "spilled" : "restored", moved, static_cast<unsigned long long>(bytes),
           static_cast<double>(elapsed) / 1e6,
-          elapsed > 0 ? static_cast<double>(bytes) / 1073741824.0 / (static_cast<double>(elapsed) / 1e9)
-                      : 0.0,
+          elapsed > 0
+              ? static_cast<double>(bytes) / 1073741824.0 / (static_cast<double>(elapsed) / 1e9)
+              : 0.0,
           static_cast<long long>(wall.tv_sec) * 1000 + wall.tv_nsec / 1000000,
           (wall.tv_nsec / 1000) % 1000);
 }
@@ -230,7 +232,8 @@ std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
   }
   g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
   // After the bytes (release): the client thread copies them with the number.
-  std::uint64_t seq = g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
+  std::uint64_t seq =
+      g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
   coord::job::wake_client();  // the coordinator hears of it now, not at its next tick
   return seq;
 }

@@ -28,7 +28,9 @@
 //
 // A production allocation that waits for room wakes its own client thread
 // (request_room), which tells the coordinator at once instead of at its
-// next tick; the coordinator runs its memory loop then.
+// next tick; the coordinator runs its memory loop then. A production free
+// (notice_freed) does the same, so that spilled memory comes back as soon
+// as there is room.
 //
 // The per-device resident counters (g_counters.device_resident_bytes,
 // host_resident_bytes) say where the interposer put the memory; memory the

@@ -32,8 +32,7 @@ std::size_t choose_restore(const MigrationCandidate* candidates, std::size_t cou
 }
 
 std::size_t plan_batch(const MigrationCandidate* candidates, const std::size_t* chosen,
-                       std::size_t count, int streams, MigrationStep* steps,
-                       std::size_t capacity) {
+                       std::size_t count, int streams, MigrationStep* steps, std::size_t capacity) {
   if (capacity < batch_steps(count)) return 0;
   if (streams < 0) streams = 0;
   if (streams > kMigrationStreams) streams = kMigrationStreams;

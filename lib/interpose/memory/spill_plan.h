@@ -75,7 +75,6 @@ constexpr std::size_t batch_steps(std::size_t count) {
 /// stream alone) in the order above. Returns the number of steps (0 when
 /// `capacity` is below batch_steps(count)).
 std::size_t plan_batch(const MigrationCandidate* candidates, const std::size_t* chosen,
-                       std::size_t count, int streams, MigrationStep* steps,
-                       std::size_t capacity);
+                       std::size_t count, int streams, MigrationStep* steps, std::size_t capacity);
 
 }  // namespace gpushare::interpose

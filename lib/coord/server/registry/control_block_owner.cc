@@ -158,7 +158,9 @@ std::uint64_t ControlBlock::device_resident_target(int device) const {
 }
 
 bool ControlBlock::set_device_resident_target(int device, std::uint64_t bytes) {
-  if (limits_->device_resident_target[device].load(std::memory_order_relaxed) == bytes) return false;
+  if (limits_->device_resident_target[device].load(std::memory_order_relaxed) == bytes) {
+    return false;
+  }
   limits_->device_resident_target[device].store(bytes, std::memory_order_release);
   bump();
   return true;
