@@ -28,6 +28,7 @@ struct CtlOptions {
   std::string idle_grace = "60s";
   std::string on_violation = "warn";  ///< warn | pause | kill
   std::string compute_policy = "gpushare";
+  std::string memory_tick = "25ms";  ///< the memory loop's period
   std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
 };
 

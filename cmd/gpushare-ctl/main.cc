@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
                    "Compute sharing: gpushare, tgs or none")
       ->check(CLI::IsMember({"gpushare", "tgs", "none"}))
       ->capture_default_str();
+  serve->add_option("--memory-tick", options.memory_tick,
+                    "The memory loop's period (room requests and job ends run it at once)")
+      ->capture_default_str();
   serve->add_option("--metrics-listen", options.metrics_listen,
                     "Serve Prometheus metrics at http://ADDR:PORT/metrics (default: off)");
 

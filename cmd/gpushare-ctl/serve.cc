@@ -74,6 +74,15 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::server::S
   }
   server.state_path = server.socket_path + ".state";
   server.idle_grace = *grace;
+  Result<std::chrono::nanoseconds> memory_tick = parse_duration(options.memory_tick);
+  if (!memory_tick) {
+    return Refusal{"--memory-tick: " + memory_tick.error().message, exit_status::kUsage};
+  }
+  if (*memory_tick < std::chrono::milliseconds(1) || *memory_tick > std::chrono::hours(1)) {
+    return Refusal{"--memory-tick: '" + options.memory_tick + "' is outside 1ms to 1h",
+                   exit_status::kUsage};
+  }
+  server.memory_tick = *memory_tick;
   return std::nullopt;
 }
 

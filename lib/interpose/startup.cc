@@ -123,6 +123,12 @@ void load_driver() {
       reinterpret_cast<PFN_cuMemPrefetchAsync_v8000>(real_dlsym(rt.libcuda, "cuMemPrefetchAsync"));
   real.real_cuCtxSetCurrent =
       reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(real_dlsym(rt.libcuda, "cuCtxSetCurrent"));
+  real.real_cuStreamCreate =
+      reinterpret_cast<PFN_cuStreamCreate_v2000>(real_dlsym(rt.libcuda, "cuStreamCreate"));
+  real.real_cuStreamWaitEvent =
+      reinterpret_cast<PFN_cuStreamWaitEvent_v3020>(real_dlsym(rt.libcuda, "cuStreamWaitEvent"));
+  real.real_cuStreamDestroy_v2 =
+      reinterpret_cast<PFN_cuStreamDestroy_v4000>(real_dlsym(rt.libcuda, "cuStreamDestroy_v2"));
   resolve_suspend_entries(rt.libcuda, &real);
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");

@@ -51,11 +51,26 @@ printf '%s\n' '{"kind":"register","version":1,"name":"twice","qos":"production",
   '{"kind":"register","version":1,"name":"twice","qos":"production","devices":[]}' | send twice
 jq -se '.[0].kind == "registered" and .[1].kind == "error" and (.[1].message | test("out of order"))' \
   "$scratch/twice" >/dev/null || fail "twice: $(cat "$scratch/twice")"
-# A registered job that sends anything is cut off, and forgotten.
+# A registered job that sends anything but 'room' (which gets no answer)
+# is cut off, and forgotten; 'room' from anyone else is out of order.
 printf '%s\n' '{"kind":"register","version":1,"name":"chatty","qos":"production","devices":[]}' \
-  '{"kind":"list","version":1}' | send chatty
-jq -se '.[1].kind == "error" and (.[1].message | test("registered job sends no further messages"))' \
+  '{"kind":"room","version":1}' '{"kind":"room","version":1}' '{"kind":"list","version":1}' |
+  send chatty
+jq -se 'length == 2 and .[1].kind == "error" and
+  (.[1].message | test("registered job sends only .room."))' \
   "$scratch/chatty" >/dev/null || fail "chatty: $(cat "$scratch/chatty")"
+# A flood of 'room' (20000 lines) is read through within the client's 3 s:
+# the job is not cut off until its 'list'.
+{
+  echo '{"kind":"register","version":1,"name":"flood","qos":"production","devices":[]}'
+  for _ in $(seq 20000); do echo '{"kind":"room","version":1}'; done
+  echo '{"kind":"list","version":1}'
+} | send flood
+jq -se 'length == 2 and .[0].kind == "registered" and .[1].kind == "error"' \
+  "$scratch/flood" >/dev/null || fail "flood: $(cat "$scratch/flood")"
+echo '{"kind":"room","version":1}' | send roomless
+jq -se '.[0].kind == "error" and (.[0].message | test("out of order"))' \
+  "$scratch/roomless" >/dev/null || fail "roomless: $(cat "$scratch/roomless")"
 
 # Well-formed requests with bad content are answered, and the connection stays.
 status=0

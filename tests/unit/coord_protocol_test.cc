@@ -10,7 +10,7 @@ using namespace gpushare::coord;
 namespace {
 
 const char* kRegister =
-    R"({"kind":"register","version":1,"protocol":1,"layout_version":4,"name":"train",)"
+    R"({"kind":"register","version":1,"protocol":1,"layout_version":5,"name":"train",)"
     R"("qos":"opportunistic","devices":[{"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",)"
     R"("mem_total_bytes":17179869184,"requested_limit_bytes":4294967296,"mem_limit_bytes":1073741824}]})";
 
@@ -68,6 +68,8 @@ TEST_CASE("null limits mean none, and a missing current limit is the requested o
 TEST_CASE("control requests parse", "[coord][protocol]") {
   CHECK(std::holds_alternative<ListRequest>(*parse_request(R"({"kind":"list","version":1})")));
   CHECK(std::holds_alternative<NodeRequest>(*parse_request(R"({"kind":"node","version":1})")));
+  // A registered job's wake-up (layout 5): the job's line, as it sends it.
+  CHECK(std::holds_alternative<RoomRequest>(*parse_request(R"({"kind":"room","version":1})")));
   auto show = parse_request(R"({"kind":"show","version":1,"job":"42","extra":[1,2]})");
   REQUIRE(show.ok());
   CHECK(std::get<ShowRequest>(*show).job == "42");
@@ -133,7 +135,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
   CHECK(
       error_of(
           R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
-      "unsupported control block layout 9 (this coordinator has 4)");
+      "unsupported control block layout 9 (this coordinator has 5)");
 }
 
 TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
@@ -162,6 +164,7 @@ TEST_CASE("every request survives encode then parse", "[coord][protocol]") {
   std::vector<Request> requests = {registration,
                                    ListRequest{},
                                    NodeRequest{},
+                                   RoomRequest{},
                                    ShowRequest{"x"},
                                    set,
                                    PauseRequest{"y", true},

@@ -117,3 +117,24 @@ TEST_CASE("a corrupt lane is recognised", "[sim][link]") {
   lane.slots[1] = {100, 150};
   CHECK(link_valid(lane));
 }
+
+TEST_CASE("migrations issued together on several streams share the link", "[sim][link]") {
+  // A spill batch issues four prefetches of 256 MiB at once, one per
+  // migration stream (interpose/memory/spill_plan.h): they take the
+  // direction's lane one after the other, so 1 GiB ends after 1 GiB over
+  // the link, not after 256 MiB of it.
+  Lanes lanes;
+  std::int64_t duration = link_duration_ns(kGiB / 4, 51'000'000'000, 0);
+  std::int64_t last_end = 0;
+  for (int stream = 0; stream < 4; ++stream) {
+    LinkQueue* lane[] = {&lanes.from};
+    LinkInterval stretch = link_reserve(lane, 1, 1000, 1000, duration, kGiB / 4);
+    CHECK(stretch.start_ns >= 1000);
+    last_end = stretch.end_ns > last_end ? stretch.end_ns : last_end;
+  }
+  CHECK(last_end == 1000 + 4 * duration);
+  CHECK(lanes.from.bytes == kGiB);
+  CHECK(lanes.from.busy_ns == 4 * duration);
+  // 4 x ceil(256 MiB / 51 GB/s): within 4 ns of 1 GiB over the link.
+  CHECK(last_end - 1000 - link_duration_ns(kGiB, 51'000'000'000, 0) <= 4);
+}

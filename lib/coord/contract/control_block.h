@@ -124,6 +124,23 @@
 // compute_yield.h). A launch gated by a mask waits on the futex, with a
 // timeout, so a withdrawn mask or a dead producer stops the wait.
 //
+// Wake-ups (layout version 5; no field changed, the socket carries them).
+// A production job whose allocation starts waiting for room wakes its own
+// client thread, which publishes its counters and sends
+//   {"kind":"room","version":1}
+// on its socket (once per new mem_request_seq); the coordinator then runs
+// its memory loop at once instead of at its next tick, and again whenever a
+// job's process goes (its memory is room now). Whenever the loop changes
+// an opportunistic job's device_resident_target it sends that job
+//   {"kind":"wake","version":1}
+// (without blocking; dropped when the socket is full), and the job's
+// client thread runs its memory work at once rather than at its next
+// tick. Both are hints: the ticks still run, so a lost or forged line
+// costs at most a tick, and a job that floods "room" makes the
+// coordinator run its memory loop at most once per batch of events.
+// Layout 4 peers refuse "room" (a registered job sent nothing before), so
+// the version changes with it.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -142,7 +159,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition is ignored, by the

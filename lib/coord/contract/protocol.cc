@@ -247,6 +247,7 @@ Result<Request> parse_request(std::string_view line) {
   if (*kind == "register") return parse_register(fields);
   if (*kind == "list") return Request(ListRequest{});
   if (*kind == "node") return Request(NodeRequest{});
+  if (*kind == "room") return Request(RoomRequest{});
   if (*kind == "set") return parse_set(fields);
   if (*kind == "show" || *kind == "pause" || *kind == "resume" || *kind == "suspend") {
     Result<std::string> job = parse_selector(fields);
@@ -281,6 +282,8 @@ std::string encode_request(const Request& request) {
     kind = "list";
   } else if (std::holds_alternative<NodeRequest>(request)) {
     kind = "node";
+  } else if (std::holds_alternative<RoomRequest>(request)) {
+    kind = "room";
   } else if (const auto* show = std::get_if<ShowRequest>(&request)) {
     kind = "show";
     fields["job"] = show->job;

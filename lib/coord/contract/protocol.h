@@ -76,8 +76,13 @@ struct SuspendRequest {
   std::string job;
 };
 
+/// From a registered job (layout 5, control_block.h "Wake-ups"): its
+/// memory counters changed in a way the memory loop must see now (an
+/// allocation waits for room); the coordinator runs the loop at once.
+struct RoomRequest {};
+
 using Request = std::variant<RegisterRequest, ListRequest, NodeRequest, ShowRequest, SetRequest,
-                             PauseRequest, SuspendRequest>;
+                             PauseRequest, SuspendRequest, RoomRequest>;
 
 /// Parses one message line (without its newline). Errors name the field.
 Result<Request> parse_request(std::string_view line);

@@ -52,6 +52,7 @@
 
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
+#include "coord/job/wakeup.h"
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 
@@ -200,6 +201,7 @@ void publish(const Registration& registration) {
   }
   yield_reset_stream();
   yield_publish_own(registration.yield);
+  forget_told();
   log_line("registered as job %llu with %s%s",
            static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path,
            held ? "; launches held until the job's memory is back" : "");
@@ -278,28 +280,39 @@ bool wait_for_stop(int ms) {
 }
 
 // Serves a registered connection until it ends. True when asked to stop.
+// The memory work and the copy run every tick, and at once when woken: by
+// a line from the coordinator (a target changed) or by the job's own
+// wake-up (an allocation waits for room: the coordinator is told).
 bool serve(int fd) {
-  pollfd fds[2] = {{fd, POLLIN, 0},
-                   {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0}};
+  pollfd fds[3] = {{fd, POLLIN, 0},
+                   {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0},
+                   {wakeup_fd(), POLLIN, 0}};
   std::uint64_t next_copy = now_ns();
   for (;;) {
-    int ready = poll(fds, 2, remaining_ms(next_copy));
+    int ready = poll(fds, fds[2].fd >= 0 ? 3 : 2, remaining_ms(next_copy));
     if (ready < 0 && errno != EINTR) return false;
     if (fds[1].revents != 0) return true;
+    bool now = false;
     if (fds[0].revents != 0) {
-      // After the reply the coordinator sends only yield pages (layout 4);
-      // anything else is ignored. Notice the end.
+      // After the reply the coordinator sends yield pages and wake-ups
+      // (layouts 4 and 5); anything else is ignored. Notice the end.
       if (!yield_receive(fd)) {
         log_line("coordinator went away; keeping the last limits");
         return false;
       }
+      now = true;
     }
-    if (now_ns() >= next_copy) {
+    if (fds[2].fd >= 0 && fds[2].revents != 0) {
+      wakeup_drain();
+      now = true;
+    }
+    if (now || now_ns() >= next_copy) {
       if (g_config.counters != nullptr && g_config.counters->memory_tick != nullptr) {
         g_config.counters->memory_tick();
       }
       release_held_page();
       copy_telemetry(g_state.telemetry);
+      tell_room_requests(fd, g_config.counters, g_config.device_count, now_ns());
       next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
     }
   }
@@ -364,6 +377,7 @@ void after_fork_in_child() {
   if (fd >= 0) close(fd);
   int wake = g_state.wake_fd.exchange(0, std::memory_order_relaxed) - 1;
   if (wake >= 0) close(wake);
+  wakeup_close();
   g_state.running.store(0, std::memory_order_relaxed);
 }
 
@@ -468,6 +482,7 @@ void client_start(const JobIdentity& job, LocalCounters* counters) {
     return;
   }
   g_state.wake_fd.store(wake + 1, std::memory_order_relaxed);
+  if (!wakeup_open()) log_line("no wake-up descriptor; room requests wait for the next tick");
 
   // One bounded attempt now, so that a coordinator's limits hold from the
   // first allocation; the thread keeps trying if this one fails.
@@ -492,6 +507,7 @@ void client_start(const JobIdentity& job, LocalCounters* counters) {
     log_line("cannot start the coordinator thread: %s", strerror(error));
     retire(true, true);
     close(wake);
+    wakeup_close();
     g_state.wake_fd.store(0);
     g_state.running.store(0);
   }
@@ -504,6 +520,7 @@ void client_stop() {
   if (write(wake, &one, sizeof one) != sizeof one) return;
   pthread_join(g_state.thread, nullptr);
   close(wake);
+  wakeup_close();
   g_state.wake_fd.store(0);
   g_state.running.store(0);
 }

@@ -162,6 +162,11 @@ std::uint64_t mem_refused_seq(int device);
 /// while unregistered.
 bool suspend_requested();
 
+/// Wakes the background thread now (control_block.h, "Wake-ups"): it
+/// publishes the counters, tells the coordinator of a new room request,
+/// and runs the memory work. One write(2); a no-op while no thread runs.
+void wake_client();
+
 /// Whether kernel launches must wait. One pointer and one flag load.
 bool paused();
 

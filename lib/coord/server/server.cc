@@ -77,6 +77,7 @@ Server::Impl::~Impl() {
   if (idle_fd >= 0) close(idle_fd);
   if (sweep_fd >= 0) close(sweep_fd);
   if (compute_fd >= 0) close(compute_fd);
+  if (memory_fd >= 0) close(memory_fd);
   if (spare_fd >= 0) close(spare_fd);
   if (accept_pause_fd >= 0) close(accept_pause_fd);
   if (epoll_fd >= 0) close(epoll_fd);
@@ -155,6 +156,13 @@ Status Server::Impl::setup() {
   itimerspec ticking{tick, tick};
   timerfd_settime(compute_fd, 0, &ticking, nullptr);
   if (Status ok = watch(compute_fd, kTagCompute, EPOLLIN); !ok) return ok;
+  memory_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (memory_fd < 0) return os_error("timerfd_create");
+  std::int64_t memory_period = std::max<std::int64_t>(options.memory_tick.count(), 1'000'000);
+  timespec memory_interval{memory_period / 1000000000, memory_period % 1000000000};
+  itimerspec memory_ticking{memory_interval, memory_interval};
+  timerfd_settime(memory_fd, 0, &memory_ticking, nullptr);
+  if (Status ok = watch(memory_fd, kTagMemory, EPOLLIN); !ok) return ok;
   if (Status ok = start_metrics(); !ok) return ok;
   spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   accept_pause_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -204,6 +212,7 @@ void Server::Impl::drop(std::uint64_t key, const std::string& why) {
            (last ? "" : "; the job's other processes go on"));
     }
     registry.remove(c.process_key);
+    memory_due = true;  // its memory is room now: restore without waiting for a tick
     save_decisions_now();
     arm_idle_timer();
   }
@@ -497,8 +506,12 @@ Result<StopReason> Server::run() {
         ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
-        memory_tick(s.registry);  // opportunistic device residency
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
+      } else if (tag == kTagMemory) {
+        std::uint64_t expirations;
+        ssize_t ignored = read(s.memory_fd, &expirations, sizeof expirations);
+        (void)ignored;
+        s.memory_pass();  // opportunistic device residency
       } else if (tag == kTagMetrics) {
         s.metrics->on_ready();
       } else if (tag == kTagIdle) {
@@ -528,6 +541,7 @@ Result<StopReason> Server::run() {
         }
       }
     }
+    if (s.memory_due) s.memory_pass();
   }
 }
 

@@ -58,6 +58,9 @@ struct ServerOptions {
   /// A connection that has not sent a complete first message by then is
   /// dropped, so idle connections cannot pile up and lock others out.
   std::chrono::nanoseconds first_message_timeout = std::chrono::seconds(5);
+  /// The memory loop's period (memory_loop.h): a safety net, since a room
+  /// request and a process's end run the loop at once. At least 1 ms.
+  std::chrono::nanoseconds memory_tick = std::chrono::milliseconds(25);
   /// The state file (decisions.h): read at start, so that jobs that
   /// register again get back what ctl set for them, and rewritten after
   /// each change. Empty: none.

@@ -46,6 +46,7 @@ constexpr std::uint64_t kTagSweep = 4;
 constexpr std::uint64_t kTagAcceptPause = 5;
 constexpr std::uint64_t kTagCompute = 6;
 constexpr std::uint64_t kTagMetrics = 7;
+constexpr std::uint64_t kTagMemory = 8;
 constexpr std::uint64_t kFirstConnection = 16;
 
 constexpr std::size_t kReadChunk = 16 * 1024;
@@ -120,6 +121,7 @@ struct Server::Impl {
   int idle_fd = -1;
   int sweep_fd = -1;
   int compute_fd = -1;
+  int memory_fd = -1;
   ComputeLoop compute{options.compute_policy};
   std::unordered_map<std::uint64_t, Connection> connections;
   // Unregistered and control connections per user (jobs are bounded by the
@@ -144,6 +146,11 @@ struct Server::Impl {
   }
 
   bool send_yield_page(std::uint64_t process_key, int slot, int fd);
+  // The memory loop (memory_loop.h), due at once after a "room" line or a
+  // process's end; run once per batch of events.
+  bool memory_due = false;
+  void memory_pass();
+  void send_wake(std::uint64_t process_key);
   ~Impl();
 
   void note(const std::string& line) const;

@@ -26,6 +26,25 @@ bool Server::Impl::send_yield_page(std::uint64_t process_key, int slot, int fd) 
   return false;
 }
 
+// The memory loop, now; an opportunistic job whose target it changed is
+// told at once (control_block.h, "Wake-ups").
+void Server::Impl::memory_pass() {
+  memory_due = false;
+  memory_tick(registry, [this](std::uint64_t process_key) { send_wake(process_key); });
+}
+
+// A hint: never blocks, and a full socket (a job that does not read) loses
+// it; the job's own tick still finds the target.
+void Server::Impl::send_wake(std::uint64_t process_key) {
+  static const std::string line = "{\"kind\":\"wake\",\"version\":1}\n";
+  for (auto& [key, c] : connections) {
+    if (c.role != Role::kJob || c.process_key != process_key || !c.out.empty()) continue;
+    ssize_t sent = send(c.fd, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)sent;
+    return;
+  }
+}
+
 // The tree a registering process proved it belongs to, or an invalid
 // proof (it then makes a job of its own).
 TreeProof Server::Impl::tree_proof(Connection& c, const RegisterRequest& request) {
@@ -102,8 +121,16 @@ bool Server::Impl::handle_line(std::uint64_t key, Connection& c, const std::stri
     }
     return register_job(key, c, *registration);
   }
+  if (std::holds_alternative<RoomRequest>(*request)) {
+    if (c.role != Role::kJob) {
+      reject(key, c, "out of order: 'room' comes only from a registered job");
+      return false;
+    }
+    memory_due = true;  // run() runs the memory loop after this batch of events
+    return true;
+  }
   if (c.role == Role::kJob) {
-    reject(key, c, "out of order: a registered job sends no further messages");
+    reject(key, c, "out of order: a registered job sends only 'room'");
     return false;
   }
   // The last slots are kept for job registrations: a user's control

@@ -48,6 +48,9 @@ struct RealDriver {
   PFN_cuMemAdvise_v8000 real_cuMemAdvise = nullptr;
   PFN_cuMemPrefetchAsync_v8000 real_cuMemPrefetchAsync = nullptr;
   PFN_cuCtxSetCurrent_v4000 real_cuCtxSetCurrent = nullptr;
+  PFN_cuStreamCreate_v2000 real_cuStreamCreate = nullptr;        // migration streams
+  PFN_cuStreamWaitEvent_v3020 real_cuStreamWaitEvent = nullptr;  // (spill_batch.cc)
+  PFN_cuStreamDestroy_v4000 real_cuStreamDestroy_v2 = nullptr;
   // Suspend and resume (vmm_backing.cc, suspend.cc).
   PFN_cuMemGetAllocationGranularity_v10020 real_cuMemGetAllocationGranularity = nullptr;
   PFN_cuMemAddressReserve_v10020 real_cuMemAddressReserve = nullptr;

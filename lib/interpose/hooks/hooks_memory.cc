@@ -79,6 +79,7 @@ CUresult release_and_free(AllocationTable& table, std::uint64_t key, Free free_i
   CUresult result = free_it();
   if (result == CUDA_SUCCESS) {
     if (valid_device(record.device)) g_runtime.devices[record.device].budget.release(record.bytes);
+    notice_freed(record.bytes);
   } else {
     table.insert(key, record);  // still allocated
   }

@@ -7,16 +7,23 @@
 #include "coord/job/job_client.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
+#include "interpose/memory/spill_batch.h"
 
 namespace gpushare::interpose {
 
 namespace {
 
-// The tick's scratch: keys of the allocation table, largest-first order.
-// Only the client thread uses it (spill_tick is not reentrant).
-constexpr std::size_t kMaxScanned = 8192;
+// The tick's scratch: keys of the allocation table, largest-first order,
+// what the planner sees of them, and which ones a batch moved. Only the
+// client thread uses it (spill_tick is not reentrant).
+constexpr std::size_t kMaxScanned = kMaxBatch;
 std::uint64_t g_keys[kMaxScanned];
 AllocationRecord g_records[kMaxScanned];
+MigrationCandidate g_candidates[kMaxScanned];
+std::size_t g_chosen[kMaxScanned];
+std::size_t g_group[kMaxScanned];
+bool g_moved[kMaxScanned];
+bool g_done[kMaxScanned];
 
 // Subtracts, never below zero (frees race with the tick).
 void take(std::atomic<std::uint64_t>& counter, std::uint64_t bytes) {
@@ -35,26 +42,63 @@ void move_counter(int device, std::uint64_t bytes, bool to_host) {
   to.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-// Migrates one allocation (advice first, so the driver does not pull it
-// back on its own; then the prefetch, waited for). True when it moved.
-bool migrate(std::uint64_t key, const AllocationRecord& record, bool to_host) {
-  RealDriver& real = g_runtime.real;
-  if (record.context == 0 ||
-      real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(record.context)) != CUDA_SUCCESS) {
-    return false;
-  }
-  CUresult result = move_residency(key, record, to_host);
-  real.real_cuCtxSetCurrent(nullptr);
-  if (result != CUDA_SUCCESS) {
-    GS_DEBUG("moving %llu bytes at 0x%llx to the %s failed: error %d",
-             static_cast<unsigned long long>(record.bytes), static_cast<unsigned long long>(key),
-             to_host ? "host" : "device", static_cast<int>(result));
-    return false;
-  }
+// Records that scratch entry `i` moved (unless it was freed meanwhile).
+void note_moved(std::size_t i, bool to_host) {
   AllocationRecord before;
-  if (!g_runtime.allocations.set_on_host(key, to_host, &before)) return false;  // freed meanwhile
-  if ((before.on_host != 0) != to_host) move_counter(record.device, record.bytes, to_host);
-  return true;
+  if (!g_runtime.allocations.set_on_host(g_keys[i], to_host, &before)) return;
+  if ((before.on_host != 0) != to_host)
+    move_counter(g_records[i].device, g_records[i].bytes, to_host);
+}
+
+// Moves the `count` chosen scratch entries in batches, one per context
+// (allocations of one device may belong to several), and logs the rate.
+void move_chosen(std::size_t count, bool to_host) {
+  if (count == 0) return;
+  RealDriver& real = g_runtime.real;
+  std::uint64_t started = monotonic_ns(), bytes = 0;
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < count; ++i) g_done[i] = false;
+  for (std::size_t first = 0; first < count; ++first) {
+    if (g_done[first]) continue;
+    std::uint64_t context = g_records[g_chosen[first]].context;
+    std::size_t group = 0;
+    for (std::size_t i = first; i < count; ++i) {
+      if (g_done[i] || g_records[g_chosen[i]].context != context) continue;
+      g_done[i] = true;
+      g_group[group++] = g_chosen[i];
+    }
+    if (context == 0 ||
+        real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(context)) != CUDA_SUCCESS) {
+      continue;
+    }
+    run_batch(g_keys, g_records, g_candidates, g_group, group, to_host, g_moved);
+    real.real_cuCtxSetCurrent(nullptr);
+    for (std::size_t i = 0; i < group; ++i) {
+      std::size_t index = g_group[i];
+      if (!g_moved[index]) {
+        GS_DEBUG("moving %llu bytes at 0x%llx to the %s failed",
+                 static_cast<unsigned long long>(g_records[index].bytes),
+                 static_cast<unsigned long long>(g_keys[index]), to_host ? "host" : "device");
+        continue;
+      }
+      note_moved(index, to_host);
+      bytes += g_records[index].bytes;
+      ++moved;
+    }
+  }
+  std::uint64_t elapsed = monotonic_ns() - started;
+  // What the bench reads as the transfer alone, and when it ended by the
+  // wall clock, which other processes can compare with (bench/memory).
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  GS_INFO("%s %zu allocations, %llu bytes, in %.3f ms (%.2f GiB/s), ended at %lld.%03ld ms",
+          to_host ? "spilled" : "restored", moved, static_cast<unsigned long long>(bytes),
+          static_cast<double>(elapsed) / 1e6,
+          elapsed > 0
+              ? static_cast<double>(bytes) / 1073741824.0 / (static_cast<double>(elapsed) / 1e9)
+              : 0.0,
+          static_cast<long long>(wall.tv_sec) * 1000 + wall.tv_nsec / 1000000,
+          (wall.tv_nsec / 1000) % 1000);
 }
 
 // The device's free memory as the driver sees it, in `context`.
@@ -95,6 +139,9 @@ std::size_t collect(int device) {
     g_keys[j] = key;
     g_records[j] = record;
   }
+  for (std::size_t i = 0; i < count; ++i) {
+    g_candidates[i] = MigrationCandidate{g_records[i].bytes, g_records[i].on_host != 0};
+  }
   return count;
 }
 
@@ -104,10 +151,7 @@ void settle_device(int device, std::uint64_t target) {
   if (resident <= target && (on_host == 0 || resident == target)) return;
   std::size_t count = collect(device);
   if (resident > target) {  // spill, largest first
-    for (std::size_t i = 0; i < count && resident > target; ++i) {
-      if (g_records[i].on_host != 0) continue;
-      if (migrate(g_keys[i], g_records[i], true)) resident -= g_records[i].bytes;
-    }
+    move_chosen(choose_spill(g_candidates, count, resident, target, g_chosen), true);
     return;
   }
   // Restore what fits under the target and in the device's free memory
@@ -116,17 +160,11 @@ void settle_device(int device, std::uint64_t target) {
   // driver has yet to take back from a killed process), and a prefetch to a
   // full device would leave pages on the host while we count them back.
   std::uint64_t room = 0;
-  bool measured = false;
   for (std::size_t i = 0; i < count; ++i) {
-    if (g_records[i].on_host == 0) continue;
-    if (target != kNoLimit && resident + g_records[i].bytes > target) continue;
-    if (!measured && !device_room(g_records[i].context, &room)) return;
-    measured = true;
-    if (g_records[i].bytes > room) continue;
-    if (migrate(g_keys[i], g_records[i], false)) {
-      resident += g_records[i].bytes;
-      room -= g_records[i].bytes;
-    }
+    if (!g_candidates[i].on_host) continue;
+    if (!device_room(g_records[i].context, &room)) return;
+    move_chosen(choose_restore(g_candidates, count, resident, target, room, g_chosen), false);
+    return;
   }
 }
 
@@ -173,6 +211,15 @@ void spill_forget(const AllocationRecord& record) {
        record.bytes);
 }
 
+void notice_freed(std::uint64_t bytes) {
+  constexpr std::uint64_t kNoticeBytes = 2ull << 20;
+  if (bytes < kNoticeBytes || g_runtime.settings.qos != kQosProduction ||
+      coord::job::g_launch_gate.page.load(std::memory_order_relaxed) == nullptr) {
+    return;
+  }
+  coord::job::wake_client();
+}
+
 bool may_wait_for_room(int device) {
   return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
          coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
@@ -185,7 +232,10 @@ std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
   }
   g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
   // After the bytes (release): the client thread copies them with the number.
-  return g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
+  std::uint64_t seq =
+      g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
+  coord::job::wake_client();  // the coordinator hears of it now, not at its next tick
+  return seq;
 }
 
 std::uint64_t monotonic_ns() {

@@ -10,16 +10,27 @@
 // device memory: the driver cannot manage them.
 //
 // The coordinator writes a device-resident target per device into the
-// job's limits page; the client thread calls spill_tick() every tick, which
-// moves whole allocations toward the target: to the host (advice: prefer
-// the CPU; prefetch to the CPU; wait for it) while the job keeps more on
-// the device than its target, back to the device (advice: prefer the
-// device; prefetch to it) while an allocation fits under the target again.
-// Nothing is freed; a migration is ordered after the work already queued on
-// the context's legacy stream, and managed memory stays coherent for work on
-// other streams (on a real GPU its pages fault across; the simulator slows
-// such kernels down instead). Largest allocations move first, so few
+// job's limits page; the client thread calls spill_tick() every tick, and
+// at once when the coordinator says it changed a target (a line on the
+// job's socket: job_client.h), which moves whole allocations toward the
+// target: to the host (advice: prefer the CPU; prefetch to the CPU) while
+// the job keeps more on the device than its target, back to the device
+// (advice: prefer the device; prefetch to it) while an allocation fits
+// under the target again. The allocations chosen for a target move in one
+// batch (spill_plan.h): every advice and prefetch is issued on a few
+// migration streams before one wait per stream, so the link stays busy.
+// Nothing is freed; a migration is ordered after the work already queued
+// on the context's legacy stream (an event recorded there, which the
+// migration streams wait for), and managed memory stays coherent for work
+// on other streams (on a real GPU its pages fault across; the simulator
+// slows such kernels down instead). Largest allocations move first, so few
 // migrations meet a target.
+//
+// A production allocation that waits for room wakes its own client thread
+// (request_room), which tells the coordinator at once instead of at its
+// next tick; the coordinator runs its memory loop then. A production free
+// (notice_freed) does the same, so that spilled memory comes back as soon
+// as there is room.
 //
 // The per-device resident counters (g_counters.device_resident_bytes,
 // host_resident_bytes) say where the interposer put the memory; memory the
@@ -64,6 +75,11 @@ CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool 
 
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
+
+/// After a free of `bytes` succeeded: a production job's free of 2 MiB or
+/// more wakes its client thread, which tells the coordinator, so that
+/// spilled opportunistic memory comes back without waiting for a tick.
+void notice_freed(std::uint64_t bytes);
 
 /// A production job's allocation that the driver refused for want of room:
 /// whether to ask the coordinator for room (production, registered, on a

@@ -65,7 +65,7 @@ void refuse_waiting_production(const DeviceJobs& d) {
 
 }  // namespace
 
-void memory_tick(Registry& registry) {
+void memory_tick(Registry& registry, const std::function<void(std::uint64_t)>& wake) {
   std::map<std::string, DeviceJobs> devices;
   registry.for_each_process([&](Process& job) {
     if (!job.block) return;
@@ -86,8 +86,9 @@ void memory_tick(Registry& registry) {
     for (const Slot& slot : d.slots) {
       if (slot.job->block->qos() != kQosOpportunistic) continue;
       if (next >= result.targets.size()) break;
-      slot.job->block->set_device_resident_target(slot.index,
-                                                  result.targets[next++].device_resident_target);
+      bool changed = slot.job->block->set_device_resident_target(
+          slot.index, result.targets[next++].device_resident_target);
+      if (changed && wake) wake(slot.job->key);
     }
   }
 }

@@ -157,10 +157,13 @@ std::uint64_t ControlBlock::device_resident_target(int device) const {
   return limits_->device_resident_target[device].load(std::memory_order_relaxed);
 }
 
-void ControlBlock::set_device_resident_target(int device, std::uint64_t bytes) {
-  if (limits_->device_resident_target[device].load(std::memory_order_relaxed) == bytes) return;
+bool ControlBlock::set_device_resident_target(int device, std::uint64_t bytes) {
+  if (limits_->device_resident_target[device].load(std::memory_order_relaxed) == bytes) {
+    return false;
+  }
   limits_->device_resident_target[device].store(bytes, std::memory_order_release);
   bump();
+  return true;
 }
 
 void ControlBlock::refuse_room(int device, std::uint64_t request_seq) {

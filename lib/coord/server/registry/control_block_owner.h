@@ -66,9 +66,9 @@ class ControlBlock {
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
   /// The most managed bytes the job may keep on a device;
-  /// kNoLimit: no target. A no-op when unchanged.
+  /// kNoLimit: no target. A no-op when unchanged; true when it changed.
   std::uint64_t device_resident_target(int device) const;
-  void set_device_resident_target(int device, std::uint64_t bytes);
+  bool set_device_resident_target(int device, std::uint64_t bytes);
   /// Tells the job that its production allocation waiting as `request_seq`
   /// on `device` will get no room (control_block.h, "No room coming").
   void refuse_room(int device, std::uint64_t request_seq);
