@@ -14,7 +14,11 @@ left. Run three ways:
      the spill's GiB/s is the bytes spilled over production's allocation time;
   3. production alone without gpushare: its speed, against which production's
      speed next to the spilled job is reported (not judged: what the spill
-     costs production is reported for the memory work to act on).
+     costs production is reported for the memory work to act on);
+  4. with PyTorch, the host link's speed (pinned copies of up to 4 GiB each
+     way, best of three, without gpushare): the spill must run at >= 0.7 of
+     the device-to-host speed, counted over production's whole wait (its
+     allocation's time), or the check fails "below target".
 
 On a real GPU the jobs are PyTorch (torch_spill_job.py); on the simulated
 GPU, where PyTorch cannot run, and on a GPU without PyTorch, they are
@@ -263,9 +267,33 @@ if not alone or not alone.get("allocated"):
 measurements.update({"production_step_ms_alone": round(alone["step_ms"], 4),
                      "production_step_ms_beside_spilled": round(prod["step_ms"], 4),
                      "production_speed_fraction": round(alone["step_ms"] / prod["step_ms"], 3)})
-ctx.finish("passed", f"production got {prod_size / 2**30:.2f} GiB beside a "
+# 4. The spill against the link, measured in the same run (PyTorch only: the
+# driver-API jobs have no pinned-copy step, and the simulator's link is
+# bench/memory's).
+LINK_TARGET = 0.7
+below_target = ""
+if use_torch:
+    ctx.progress("the host link's speed, pinned copies without gpushare")
+    link_bytes = min(opp_size, 4 << 30)
+    code, out, err = ctx.run([sys.executable, os.path.join(here, "torch_spill_job.py"), "link",
+                              str(link_bytes)], env=ctx.direct_env(), timeout=WAIT_S)
+    links = gpucheck.json_records(out, "torch-spill-job")
+    if code != 0 or not links:
+        ctx.finish("failed", f"the link measurement failed (exit {code}): "
+                   f"{gpucheck.tail(err, 5)}", measurements)
+    measurements.update({"link_htod_gib_per_s": links[-1]["htod_gib_per_s"],
+                         "link_dtoh_gib_per_s": links[-1]["dtoh_gib_per_s"]})
+    if rate:
+        fraction = rate / links[-1]["dtoh_gib_per_s"]
+        measurements["spill_fraction_of_link"] = round(fraction, 3)
+        if fraction < LINK_TARGET:
+            below_target = (f"; below target: the spill ran at {fraction:.2f} of the link's "
+                            f"{links[-1]['dtoh_gib_per_s']} GiB/s < {LINK_TARGET}")
+
+ctx.finish("failed" if below_target else "passed",
+           f"production got {prod_size / 2**30:.2f} GiB beside a "
            f"{opp_size / 2**30:.2f} GiB opportunistic job (refused without gpushare); "
            f"{spilled / 2**30:.2f} GiB spilled in {prod['alloc_s']:.3f} s "
            f"({measurements['spill_gib_per_s']} GiB/s), data intact; production at "
-           f"{measurements['production_speed_fraction']:.2f} of its speed alone",
+           f"{measurements['production_speed_fraction']:.2f} of its speed alone{below_target}",
            measurements)

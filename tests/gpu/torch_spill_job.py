@@ -3,6 +3,7 @@
 
   torch_spill_job.py opportunistic BYTES READY STOP
   torch_spill_job.py production BYTES ALLOCATED GO
+  torch_spill_job.py link BYTES
 
 opportunistic: holds BYTES of int32 (x[i] = i mod 65521), computes on all of
 it (x += 1, again and again) from the moment it has created READY until STOP
@@ -13,6 +14,9 @@ production: allocates BYTES in one tensor (timed), writes it, creates
 ALLOCATED, waits for GO, then times matrix multiplications on tensors it
 allocated first, and checks its own bytes. An allocation that does not fit
 is reported ("allocated": false), not raised.
+
+link: the host link's speed, what a spill is judged against: BYTES copied
+between pinned host memory and the device, each way, best of three.
 
 Each prints one JSON object (kind "torch-spill-job"). The files are waited
 for 120 s at most; a job that waits longer fails.
@@ -102,12 +106,31 @@ def production(size, allocated, go):
             "step_ms": round(step_ms, 4), "intact": intact}
 
 
+def link(size):
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    device = torch.empty(size, dtype=torch.uint8, device="cuda")
+    host.fill_(3)
+    best = {"htod": float("inf"), "dtoh": float("inf")}
+    for _ in range(3):
+        for direction, (to, source) in (("htod", (device, host)), ("dtoh", (host, device))):
+            synchronize()
+            started = time.monotonic()
+            to.copy_(source, non_blocking=True)
+            synchronize()
+            best[direction] = min(best[direction], time.monotonic() - started)
+    return {"bytes": size,
+            "htod_gib_per_s": round(size / 2**30 / best["htod"], 2),
+            "dtoh_gib_per_s": round(size / 2**30 / best["dtoh"], 2)}
+
+
 def main():
-    if len(sys.argv) != 5 or sys.argv[1] not in ("opportunistic", "production"):
-        sys.stderr.write("usage: torch_spill_job.py opportunistic|production BYTES FILE FILE\n")
+    roles = {"opportunistic": (opportunistic, 5), "production": (production, 5), "link": (link, 3)}
+    if len(sys.argv) < 3 or sys.argv[1] not in roles or len(sys.argv) != roles[sys.argv[1]][1]:
+        sys.stderr.write("usage: torch_spill_job.py opportunistic|production BYTES FILE FILE\n"
+                         "       torch_spill_job.py link BYTES\n")
         return 2
     role, size = sys.argv[1], int(sys.argv[2])
-    result = (opportunistic if role == "opportunistic" else production)(size, *sys.argv[3:])
+    result = roles[role][0](size, *sys.argv[3:])
     result.update({"kind": "torch-spill-job", "version": 1, "role": role})
     print(json.dumps(result), flush=True)
     return 0
