@@ -28,6 +28,7 @@ struct CtlOptions {
   std::string idle_grace = "60s";
   std::string on_violation = "warn";  ///< warn | pause | kill
   std::string compute_policy = "gpushare";
+  std::string host_pause = "on";  ///< on | off (checked by main)
   std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
 };
 

@@ -71,6 +71,12 @@ int main(int argc, char** argv) {
                    "Compute sharing: gpushare, tgs or none")
       ->check(CLI::IsMember({"gpushare", "tgs", "none"}))
       ->capture_default_str();
+  serve
+      ->add_option("--host-pause", options.host_pause,
+                   "Pause an opportunistic job whose memory is mostly on the host while "
+                   "production runs: on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   serve->add_option("--metrics-listen", options.metrics_listen,
                     "Serve Prometheus metrics at http://ADDR:PORT/metrics (default: off)");
 

@@ -498,6 +498,7 @@ Result<StopReason> Server::run() {
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
         memory_tick(s.registry);  // opportunistic device residency
+        s.host_pause.tick(s.registry, now_ns());
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
       } else if (tag == kTagMetrics) {
         s.metrics->on_ready();
