@@ -105,13 +105,22 @@ TEST_CASE("host pause: the tick pauses and resumes with production's activity", 
   pauser.tick(registry, now += kProductionQuietNs / 2);
   CHECK(opp.block->paused());
 
-  // Quiet for the hold: the opportunistic job runs again.
+  // Launched work it has not synchronised with keeps it active however
+  // long the GPU takes.
+  pauser.tick(registry, now += 10 * kProductionQuietNs);
+  CHECK(opp.block->paused());
+
+  // Synchronised and quiet for the hold: the opportunistic job runs again.
+  telemetry_of(prod).kernels_completed = 10;
+  pauser.tick(registry, now += kProductionQuietNs / 2);
+  CHECK(opp.block->paused());
   pauser.tick(registry, now += kProductionQuietNs);
   CHECK_FALSE(opp.block->paused());
   CHECK(shown(registry, "opp").state == "running");
 
   // Active again; then the memory comes back.
   telemetry_of(prod).launches = 20;
+  telemetry_of(prod).kernels_completed = 20;
   pauser.tick(registry, now += 25 * kMs);
   CHECK(opp.block->paused());
   telemetry_of(opp).device_resident_bytes[0] = 20 * GiB;

@@ -36,12 +36,13 @@ void HostPauser::tick(Registry& registry, std::uint64_t now_ns) {
   std::map<std::uint64_t, Activity> seen;
   registry.for_each_process([&](Process& process) {
     if (!process.block || process.block->qos() == kQosOpportunistic) return;
-    std::uint64_t launches =
-        process.block->telemetry().launches.load(std::memory_order_relaxed);
+    const TelemetryPage& t = process.block->telemetry();
+    std::uint64_t launches = t.launches.load(std::memory_order_relaxed);
+    bool in_flight = t.kernels_completed.load(std::memory_order_relaxed) != launches;
     Activity a = activity_.count(process.key) ? activity_[process.key] : Activity{launches, 0};
-    if (launches != a.launches) a = Activity{launches, now_ns};
+    if (launches != a.launches || in_flight) a = Activity{launches, now_ns};
     seen[process.key] = a;
-    if (a.moved_ns == 0 || now_ns - a.moved_ns >= kProductionQuietNs) return;
+    if (a.active_ns == 0 || now_ns - a.active_ns >= kProductionQuietNs) return;
     for (const DeviceRegistration& device : process.devices) active_devices.insert(device.uuid);
   });
   activity_ = std::move(seen);  // forgets processes that left

@@ -20,10 +20,13 @@
 //   resume  when no production job there is active, or less than
 //           kResumeHostShare is on the host.
 // The gap between the two shares, and production's activity being held
-// for kProductionQuietNs after its last launch, keep the decision from
+// for kProductionQuietNs after it was last seen active, keep the decision from
 // flapping: a restore in progress, or production's own pauses between
-// iterations, do not toggle it. A job is "active" when its launch count
-// moved within that time.
+// iterations, do not toggle it. A production job is "active" when its
+// launch count moved within that time, or when it has launched work it
+// has not synchronised with since (its launch count is past the count at
+// its last iteration boundary): a job that queues many kernels and then
+// waits for them launches nothing for seconds while the GPU runs its work.
 //
 // This pause is its own reason in the control block (kPauseHostMemory),
 // beside the operator's: an operator's resume does not lift it, and its
@@ -43,7 +46,7 @@ namespace gpushare::coord::server {
 /// kResumeHostShare.
 inline constexpr std::uint64_t kPauseHostShareMilli = 500;
 inline constexpr std::uint64_t kResumeHostShareMilli = 250;
-/// A production job counts as active this long after its last launch.
+/// A production job counts as active this long after it was last seen so.
 inline constexpr std::uint64_t kProductionQuietNs = 500'000'000;
 
 /// What the decision sees of one opportunistic job, summed over the
@@ -68,7 +71,7 @@ class HostPauser {
  private:
   struct Activity {
     std::uint64_t launches = 0;
-    std::uint64_t moved_ns = 0;  ///< when `launches` last changed; 0: never seen to
+    std::uint64_t active_ns = 0;  ///< when last seen launching or with work in flight; 0: never
   };
   bool enabled_;
   std::map<std::uint64_t, Activity> activity_;  ///< by process key
