@@ -20,7 +20,9 @@
 //     for the whole of that time, so the fault service reserves that
 //     stretch on the device's "to" and "from" lanes (link.h) at the
 //     earliest time the kernel could start; when other transfers hold the
-//     link then, the fault service ends later, and the kernel with it;
+//     link then, the kernel starts when its stretch does (not before it,
+//     like a kernel behind a migration), so production's copies and the
+//     kernel's faults queue behind one another;
 //   - the GPU's time: the fault service is the kernel's hold (timeslice.h):
 //     a context stalled on faults keeps the device past its slice, so other
 //     contexts wait for its migrations too.
@@ -111,13 +113,14 @@ std::int64_t fault_cost(StateLayout* layout, Context* ctx, std::int64_t duration
   return static_cast<std::int64_t>(static_cast<double>(duration_ns) * extra);
 }
 
-// Reserves the fault service's traffic on the link from `start_ns` (see
-// the file comment) and returns how long the service takes: its own time,
-// or longer when the link is busy with other transfers first. A hold is at
-// most ~4 s (its field's range); a longer one is cut there.
+// Reserves the fault service's traffic (`fault_ns` of the link, at most
+// ~4 s, its hold field's range) on the link from `start_ns` (see the file
+// comment). Returns the service's length and sets *begin_ns to when its
+// stretch starts.
 std::int64_t fault_service(StateLayout* layout, int device, std::int64_t fault_ns,
-                           std::int64_t start_ns) {
+                           std::int64_t start_ns, std::int64_t* begin_ns) {
   constexpr std::int64_t kMaxHoldNs = 4'000'000'000;
+  *begin_ns = start_ns;
   if (fault_ns <= 0) return 0;
   if (fault_ns > kMaxHoldNs) fault_ns = kMaxHoldNs;
   const StateHeader& header = layout->header;
@@ -125,11 +128,8 @@ std::int64_t fault_service(StateLayout* layout, int device, std::int64_t fault_n
       static_cast<double>(fault_ns) * static_cast<double>(header.link_bytes_per_s) / 1e9);
   DeviceLink& link = layout->devices[device].link;
   LinkQueue* lanes[2] = {&link.lanes[kLaneToDevice], &link.lanes[kLaneFromDevice]};
-  std::int64_t now = now_ns();
-  LinkInterval stretch = link_reserve(lanes, 2, now, start_ns, fault_ns, bytes);
-  std::int64_t from = start_ns > now ? start_ns : now;
-  std::int64_t service = stretch.end_ns - from;
-  return service < fault_ns ? fault_ns : service > kMaxHoldNs ? kMaxHoldNs : service;
+  *begin_ns = link_reserve(lanes, 2, now_ns(), start_ns, fault_ns, bytes).start_ns;
+  return fault_ns;
 }
 
 // Queues the kernel, or says until when to wait (full stream or model).
@@ -151,9 +151,11 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
   }
   Ready after = stream_earliest(stream);
   std::int64_t floor = after.floor_ns > model->now_ns ? after.floor_ns : 0;
+  std::int64_t link_start = 0;
   std::int64_t hold = fault_service(shared.layout(), ctx->device,
                                     fault_cost(shared.layout(), ctx, duration),
-                                    floor > 0 ? floor : model->now_ns);
+                                    floor > 0 ? floor : model->now_ns, &link_start);
+  if (hold > 0 && link_start > model->now_ns && link_start > floor) floor = link_start;
   std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration + hold, floor,
                                    static_cast<std::uint32_t>(hold));
   if (seq == 0) {  // a full queue: this process's (wait for its next end) or the device's
