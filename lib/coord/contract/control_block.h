@@ -20,9 +20,10 @@
 // take effect separately).
 //
 // A limit change is one atomic store by the coordinator; the job's next
-// allocation check loads it. Pausing stores 1 into `paused`; resuming stores
-// 0 and FUTEX_WAKEs the word, on which paused launches wait (a futex on a
-// shared mapping works across processes, and waiting needs only read access).
+// allocation check loads it. Pausing sets a reason's bit in `paused` (see
+// "Pause reasons" below); resuming clears it and FUTEX_WAKEs the word, on
+// which paused launches wait (a futex on a shared mapping works across
+// processes, and waiting needs only read access).
 //
 // Pause reasons (layout 4, no new field). `paused` is a set of reasons,
 // each a bit: kPauseOperator (gpushare-ctl pause, a suspend, the
