@@ -152,9 +152,9 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
   Ready after = stream_earliest(stream);
   std::int64_t floor = after.floor_ns > model->now_ns ? after.floor_ns : 0;
   std::int64_t link_start = 0;
-  std::int64_t hold = fault_service(shared.layout(), ctx->device,
-                                    fault_cost(shared.layout(), ctx, duration),
-                                    floor > 0 ? floor : model->now_ns, &link_start);
+  std::int64_t hold =
+      fault_service(shared.layout(), ctx->device, fault_cost(shared.layout(), ctx, duration),
+                    floor > 0 ? floor : model->now_ns, &link_start);
   if (hold > 0 && link_start > model->now_ns && link_start > floor) floor = link_start;
   std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration + hold, floor,
                                    static_cast<std::uint32_t>(hold));

@@ -63,8 +63,9 @@ void HostPauser::tick(Registry& registry, std::uint64_t now_ns) {
           std::uint64_t device = t.device_resident_bytes[i].load(std::memory_order_relaxed);
           std::uint64_t host = t.host_resident_bytes[i].load(std::memory_order_relaxed);
           // Saturating: the values are the job's own claims.
-          in.device_resident_bytes =
-              in.device_resident_bytes + device < device ? kNoLimit : in.device_resident_bytes + device;
+          in.device_resident_bytes = in.device_resident_bytes + device < device
+                                         ? kNoLimit
+                                         : in.device_resident_bytes + device;
           in.host_resident_bytes =
               in.host_resident_bytes + host < host ? kNoLimit : in.host_resident_bytes + host;
         }
