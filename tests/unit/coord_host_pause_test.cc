@@ -109,6 +109,14 @@ TEST_CASE("host pause: the tick pauses and resumes with production's activity", 
   // long the GPU takes.
   pauser.tick(registry, now += 10 * kProductionQuietNs);
   CHECK(opp.block->paused());
+  // Unless an operator paused the production job.
+  std::string reason;
+  REQUIRE(registry.pause(PauseRequest{"prod", true}, caller(kAlice, 1), now, &reason).ok());
+  pauser.tick(registry, now += 25 * kMs);
+  CHECK_FALSE(opp.block->paused());
+  REQUIRE(registry.pause(PauseRequest{"prod", false}, caller(kAlice, 1), now, &reason).ok());
+  pauser.tick(registry, now += 25 * kMs);
+  CHECK(opp.block->paused());
 
   // Synchronised and quiet for the hold: the opportunistic job runs again.
   telemetry_of(prod).kernels_completed = 10;

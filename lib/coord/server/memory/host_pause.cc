@@ -35,7 +35,11 @@ void HostPauser::tick(Registry& registry, std::uint64_t now_ns) {
   std::set<std::string> active_devices;
   std::map<std::uint64_t, Activity> seen;
   registry.for_each_process([&](Process& process) {
-    if (!process.block || process.block->qos() == kQosOpportunistic) return;
+    // A paused production job launches nothing more, whatever it left
+    // unsynchronised: it does not hold opportunistic jobs back.
+    if (!process.block || process.block->qos() == kQosOpportunistic || process.block->paused()) {
+      return;
+    }
     const TelemetryPage& t = process.block->telemetry();
     std::uint64_t launches = t.launches.load(std::memory_order_relaxed);
     bool in_flight = t.kernels_completed.load(std::memory_order_relaxed) != launches;
