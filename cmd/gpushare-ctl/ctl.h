@@ -29,6 +29,7 @@ struct CtlOptions {
   std::string on_violation = "warn";  ///< warn | pause | kill
   std::string compute_policy = "gpushare";
   std::string memory_tick = "25ms";  ///< the memory loop's period
+  std::string host_pause = "on";  ///< on | off (checked by main)
   std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
 };
 

@@ -66,6 +66,7 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::server::S
   server.violation_action = *action;
   server.idle_exit = options.idle_exit;
   server.compute_policy = *coord::server::parse_compute_policy(options.compute_policy);  // checked by main
+  server.host_pause = options.host_pause == "on";
   if (!options.metrics_listen.empty()) {
     if (Status valid = coord::server::check_listen_address(options.metrics_listen); !valid) {
       return Refusal{"--metrics-listen: " + valid.error().message, exit_status::kUsage};

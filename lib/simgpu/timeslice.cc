@@ -100,7 +100,9 @@ void run_head(SchedModel* m, int index, std::int64_t to, std::int64_t limit) {
   SchedKernel& k = m->pending[index];
   std::int64_t end = min64(min64(to, m->now_ns + k.remaining_ns), limit);
   record_interval(m, k.context, m->now_ns, end);
-  k.remaining_ns -= end - m->now_ns;
+  std::int64_t ran = end - m->now_ns;
+  k.hold_ns = ran >= k.hold_ns ? 0 : k.hold_ns - static_cast<std::uint32_t>(ran);
+  k.remaining_ns -= ran;
   m->now_ns = end;
   if (k.remaining_ns == 0) complete(m, index, end);
 }
@@ -128,6 +130,9 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
     }
     int head = m->resident >= 0 ? head_of(m, m->resident) : -1;
     if (head >= 0) {
+      if (m->now_ns >= m->slice_end_ns && m->pending[head].hold_ns > 0) {
+        m->slice_end_ns = m->now_ns + m->pending[head].hold_ns;  // stalled on faults
+      }
       if (m->now_ns >= m->slice_end_ns) {
         if (others_have_work(m, m->resident)) {
           int next = next_with_work(m, m->resident);
@@ -181,7 +186,8 @@ void sched_advance(SchedModel* model, std::int64_t to_ns) {
 }
 
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
-                           std::int64_t duration_ns, std::int64_t not_before_ns) {
+                           std::int64_t duration_ns, std::int64_t not_before_ns,
+                           std::uint32_t hold_ns) {
   if (context < 0 || context >= kSchedContexts) return 0;
   sched_advance(model, now_ns);
   std::uint64_t seq = model->next_seq;
@@ -205,8 +211,10 @@ std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
   ++model->kernels;
   // A zero-length kernel behind others still waits its turn; give it the
   // smallest run the model can express so that it completes in order.
+  std::int64_t duration = duration_ns > 0 ? duration_ns : 1;
+  if (hold_ns > duration) hold_ns = static_cast<std::uint32_t>(duration);
   model->pending[model->pending_count++] =
-      SchedKernel{seq, duration_ns > 0 ? duration_ns : 1, not_before_ns, context, 0};
+      SchedKernel{seq, duration, not_before_ns, context, hold_ns};
   return seq;
 }
 

@@ -29,7 +29,13 @@
 //   - the next context is the next one, in context-number order after the
 //     resident one, that has work (round-robin);
 //   - each change of resident context costs switch_ns of idle device;
-//   - a context's slice starts when it becomes resident (after the switch).
+//   - a context's slice starts when it becomes resident (after the switch);
+//   - a kernel may carry a hold: the part of it spent waiting for managed
+//     memory to migrate (its page faults). A slice that ends inside a hold
+//     is extended to the hold's end: a context stalled on faults is not
+//     switched out until they are served, so its faults take other
+//     contexts' time as well as its own (the kernel runs its hold first,
+//     as a kernel faults its pages in when it first touches them).
 // kFifo keeps the previous model: one global queue in launch order, each
 // kernel run to completion, no switch cost.
 //
@@ -56,7 +62,9 @@ struct SchedKernel {
   std::int64_t remaining_ns;
   std::int64_t not_before_ns;  ///< may not start earlier (0: no such bound)
   std::int32_t context;
-  std::uint32_t reserved0;
+  /// Of the kernel's remaining time, how much still holds the device (its
+  /// managed-memory fault service: the slice does not end inside it).
+  std::uint32_t hold_ns;
 };
 
 struct SchedDone {
@@ -106,9 +114,11 @@ void sched_advance(SchedModel* model, std::int64_t to_ns);
 /// to then first) that may not start before `not_before_ns`. Returns its
 /// sequence number; 0 when the context number is out of range, or the
 /// context has kSchedContextPending kernels unfinished, or all contexts
-/// kSchedPending (settle and retry).
+/// kSchedPending (settle and retry). The first `hold_ns` of the duration
+/// (at most the duration) holds the device (see the rules above).
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
-                           std::int64_t duration_ns, std::int64_t not_before_ns = 0);
+                           std::int64_t duration_ns, std::int64_t not_before_ns = 0,
+                           std::uint32_t hold_ns = 0);
 
 /// Forgets a context that is gone (its process died or detached): its
 /// unfinished kernels are dropped (they count as finished, end unknown),

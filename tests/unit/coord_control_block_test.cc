@@ -106,7 +106,7 @@ TEST_CASE("the job cannot write its limits page or resize either page", "[coord]
 TEST_CASE("a launch waiting on the read-only page wakes on resume", "[coord][control_block]") {
   auto block = make_block();
   JobMapping job(*block);
-  block->set_paused(true);
+  block->set_pause_reasons(kPauseOperator);
   CHECK(job.limits->paused.load() == 1);
   std::atomic<bool> released{false};
   std::thread launcher([&] {
@@ -123,7 +123,7 @@ TEST_CASE("a launch waiting on the read-only page wakes on resume", "[coord][con
   CHECK_FALSE(released.load());
   // ...and released by the resume.
   auto start = std::chrono::steady_clock::now();
-  block->set_paused(false);
+  block->set_pause_reasons(0);
   launcher.join();
   CHECK(released.load());
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));

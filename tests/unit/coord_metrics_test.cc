@@ -94,3 +94,15 @@ TEST_CASE("metrics listen addresses need a host and a numeric port", "[coord][me
   CHECK_FALSE(check_listen_address("127.0.0.1:70000").ok());
   CHECK_FALSE(check_listen_address("[::1]9400").ok());
 }
+
+TEST_CASE("a paused job's reasons are samples of gpushare_job_paused", "[coord][metrics]") {
+  JobView job = a_job();
+  job.pause_reasons = {"memory"};
+  std::string text = text_of(job);
+  const std::string labels = R"(job_id="7",job_name="train",uid="1000",gpu_uuid="GPU-aa")";
+  CHECK_THAT(text, Catch::Contains("gpushare_job_paused{" + labels + R"(,reason="memory"} 1)"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_paused{" + labels + R"(,reason="operator"} 0)"));
+  job.pause_reasons.clear();
+  text = text_of(job);
+  CHECK_THAT(text, Catch::Contains("gpushare_job_paused{" + labels + R"(,reason="memory"} 0)"));
+}

@@ -75,3 +75,18 @@ TEST_CASE("a slowdown is never negative in the table", "[ctl][table]") {
       words(gpushare::ctl::job_table({job("iterations", -159.215)}), 1);
   CHECK(cells[13] == "0%");
 }
+
+TEST_CASE("the state names why a job waits unless an operator alone paused it", "[ctl][table]") {
+  auto state_of = [](ordered_json reasons) {
+    ordered_json j = job("iterations", 2.5);
+    j["state"] = "paused";
+    if (!reasons.is_null()) j["pause_reasons"] = reasons;
+    std::string table = gpushare::ctl::job_table({j});
+    std::string line = table.substr(table.find('\n') + 1);
+    return line.substr(line.find("paused"));
+  };
+  CHECK(state_of(nullptr) == "paused\n");
+  CHECK(state_of({"operator"}) == "paused\n");
+  CHECK(state_of({"memory"}) == "paused (memory)\n");
+  CHECK(state_of({"operator", "memory"}) == "paused (operator, memory)\n");
+}

@@ -236,3 +236,29 @@ TEST_CASE("timeslice: a model scribbled out of bounds is invalid") {
   SECTION("a context's count of unfinished kernels") { t.m->pending_of[0] = 3; }
   CHECK_FALSE(sched_valid(*t.m));
 }
+
+TEST_CASE("timeslice: a kernel's hold (fault service) keeps the device past its slice") {
+  // A holds its first 25 of 30: its slice ends at 10 inside the hold, so it
+  // runs on to 25, then B gets its slice (25-35), then A's last 5 (35-40).
+  Model t;
+  std::uint64_t a = sched_launch(t.m.get(), 0, 0, 30, 0, 25);
+  REQUIRE(a != 0);
+  auto b = t.launch(1, 0, 10);
+  CHECK(t.projected(b) == 35);
+  CHECK(t.projected(a) == 40);
+  // Without the hold B would have run 10-20.
+  Model plain;
+  auto pa = plain.launch(0, 0, 30);
+  auto pb = plain.launch(1, 0, 10);
+  CHECK(plain.projected(pb) == 20);
+  CHECK(plain.projected(pa) == 40);
+}
+
+TEST_CASE("timeslice: a hold longer than the kernel is cut to the kernel") {
+  Model t;
+  std::uint64_t a = sched_launch(t.m.get(), 0, 0, 12, 0, 1000);
+  REQUIRE(a != 0);
+  auto b = t.launch(1, 0, 10);
+  CHECK(t.projected(a) == 12);
+  CHECK(t.projected(b) == 22);
+}

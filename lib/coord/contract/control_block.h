@@ -20,9 +20,19 @@
 // take effect separately).
 //
 // A limit change is one atomic store by the coordinator; the job's next
-// allocation check loads it. Pausing stores 1 into `paused`; resuming stores
-// 0 and FUTEX_WAKEs the word, on which paused launches wait (a futex on a
-// shared mapping works across processes, and waiting needs only read access).
+// allocation check loads it. Pausing sets a reason's bit in `paused` (see
+// "Pause reasons" below); resuming clears it and FUTEX_WAKEs the word, on
+// which paused launches wait (a futex on a shared mapping works across
+// processes, and waiting needs only read access).
+//
+// Pause reasons (layout 5, no new field). `paused` is a set of reasons,
+// each a bit: kPauseOperator (gpushare-ctl pause, a suspend, the
+// enforcer's pause) and kPauseHostMemory (the coordinator's own pause of an
+// opportunistic job whose memory is mostly on the host while production
+// runs: memory/host_pause.h). A launch waits while any bit is set, as it
+// always did for a nonzero word, so a job built before the bits obeys
+// both; the coordinator sets and clears each reason on its own, so that
+// neither undoes the other, and wakes the word at every change.
 //
 // Compute control (layout version 2). The coordinator throttles a job's
 // kernel launches per device through three limits, all live:
@@ -170,6 +180,10 @@ inline constexpr std::size_t kControlPageBytes = 4096;
 // LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
 // from there too.
 
+/// Bits of LimitsPage::paused: why launches wait (0: they do not).
+inline constexpr std::uint32_t kPauseOperator = 1;
+inline constexpr std::uint32_t kPauseHostMemory = 2;
+
 /// Values of TelemetryPage::suspend_state (layout 4).
 inline constexpr std::uint64_t kSuspendRunning = 0;
 inline constexpr std::uint64_t kSuspendSuspending = 1;
@@ -199,7 +213,7 @@ struct LimitsPage {
   std::uint32_t layout_version;  ///< kLayoutVersion
   std::uint64_t job_id;          ///< the coordinator's id for this job
   std::uint32_t device_count;
-  std::atomic<std::uint32_t> paused;      ///< futex word: 0 running, 1 paused
+  std::atomic<std::uint32_t> paused;      ///< futex word: 0 running, else kPause* bits
   std::atomic<std::uint32_t> qos;         ///< kQosProduction or kQosOpportunistic
   std::atomic<std::uint32_t> throttle;    ///< nonzero: some device has a compute limit
   std::atomic<std::uint64_t> generation;  ///< bumped after every change, for observers

@@ -211,6 +211,20 @@ void job_compute_families(Writer& w, const Records& records) {
     std::string state = string_field(r, "state");
     for (const char* name : kStates) w.sample(with(labels, "state", name), state == name ? 1 : 0);
   });
+  w.family({"gpushare_job_paused", "gauge",
+            "1 for each reason a paused job waits: operator (pause, suspend, the enforcer), "
+            "memory (the coordinator's own pause of an opportunistic job whose memory is on "
+            "the host while production runs)."});
+  each_job([&](const ordered_json& r, const Labels& labels) {
+    auto reasons = r.find("pause_reasons");
+    for (const char* name : {"operator", "memory"}) {
+      bool set = false;
+      if (reasons != r.end() && reasons->is_array()) {
+        for (const auto& reason : *reasons) set = set || (reason.is_string() && reason == name);
+      }
+      w.sample(with(labels, "reason", name), set ? 1 : 0);
+    }
+  });
   w.family({"gpushare_job_launches_total", "counter", "Kernels the job has launched."});
   each_job([&](const ordered_json& r, const Labels& l) { w.sample(l, field(r, "launches")); });
   w.family({"gpushare_job_iterations_total", "counter",

@@ -411,6 +411,7 @@ ordered_json job_record(const JobView& job) {
       record["mem_suspended_bytes"] = suspended;
     }
   }
+  if (!job.pause_reasons.empty()) record["pause_reasons"] = job.pause_reasons;
   if (!job.suspend_refused.empty()) record["suspend_refused"] = job.suspend_refused;
   if (!job.note.empty()) record["note"] = job.note;
   if (job.violation) {

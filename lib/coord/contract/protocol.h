@@ -125,6 +125,10 @@ struct JobView {
   std::uint32_t qos = kQosProduction;
   /// running | paused | stale | suspending | suspended | resuming
   std::string state;
+  /// Why a paused job waits: "operator" (pause, suspend or the enforcer),
+  /// "memory" (the coordinator's own: its memory is on the host while
+  /// production runs). Empty while it runs.
+  std::vector<std::string> pause_reasons;
   std::uint64_t launches = 0;
   std::uint64_t iterations = 0;
   /// The compute controller's view (first device): measured and estimated

@@ -79,9 +79,21 @@ std::string with_unit(const ordered_json& record, const char* key, const char* u
   return value == "none" || value == "-" ? value : value + unit;
 }
 
-// The state, and for a job the coordinator sees over its limit, what it holds.
+// The state, why a job paused by the coordinator itself waits (an
+// operator's pause alone reads "paused", as it always did), and for a job
+// the coordinator sees over its limit, what it holds.
 std::string state(const ordered_json& record) {
   std::string out = text(record, "state");
+  auto reasons = record.find("pause_reasons");
+  if (reasons != record.end() && reasons->is_array() && reasons->size() > 0 &&
+      !(reasons->size() == 1 && reasons->front() == "operator")) {
+    std::string why;
+    for (const auto& reason : *reasons) {
+      if (!reason.is_string()) continue;
+      why += (why.empty() ? "" : ", ") + reason.get<std::string>();
+    }
+    out += " (" + why + ")";
+  }
   auto it = record.find("violation");
   if (it != record.end() && it->is_object()) {
     out += " OVER-LIMIT(" + bytes(*it, "observed_bytes") + ")";

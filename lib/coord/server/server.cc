@@ -506,6 +506,7 @@ Result<StopReason> Server::run() {
         ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
+        s.host_pause.tick(s.registry, now_ns());  // opportunistic jobs on host memory
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
       } else if (tag == kTagMemory) {
         std::uint64_t expirations;

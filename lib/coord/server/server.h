@@ -73,6 +73,9 @@ struct ServerOptions {
   /// The compute loop's policy (compute_control.h), ticking every
   /// kComputeTickNs on the event loop.
   ComputePolicy compute_policy = ComputePolicy::kGpushare;
+  /// Pause an opportunistic job whose memory is mostly on the host while
+  /// production runs, every compute tick (memory/host_pause.h).
+  bool host_pause = true;
   /// Serve the node's metrics over HTTP at /metrics on this "HOST:PORT"
   /// (metrics_http.h); empty: not at all.
   std::string metrics_listen;

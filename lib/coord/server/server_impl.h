@@ -29,6 +29,7 @@
 #include "coord/server/registry/decisions.h"
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
+#include "coord/server/memory/host_pause.h"
 #include "coord/server/memory/memory_loop.h"
 #include "coord/server/metrics_http.h"
 #include "coord/server/registry/registry.h"
@@ -123,6 +124,7 @@ struct Server::Impl {
   int compute_fd = -1;
   int memory_fd = -1;
   ComputeLoop compute{options.compute_policy};
+  HostPauser host_pause{options.host_pause};
   std::unordered_map<std::uint64_t, Connection> connections;
   // Unregistered and control connections per user (jobs are bounded by the
   // processes a user runs, and each costs the coordinator a pidfd too).

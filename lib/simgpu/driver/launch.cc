@@ -12,7 +12,24 @@
 //
 // Managed memory cost model: if a fraction f of the launching context's
 // managed bytes on the device lives on the host, the kernel runs
-// (1 + s * f) times longer, s being GPUSHARE_SIM_MANAGED_SLOWDOWN.
+// (1 + s * f) times longer, s being GPUSHARE_SIM_MANAGED_SLOWDOWN. The
+// extra s * f of it is fault service, which a real GPU pays on shared
+// resources, and so does the model:
+//   - the link: the pages the kernel faults in (and as many evicted to make
+//     room, the working set being oversubscribed) move over the host link
+//     for the whole of that time, so the fault service reserves that
+//     stretch on the device's "to" and "from" lanes (link.h) at the
+//     earliest time the kernel could start; when other transfers hold the
+//     link then, the kernel starts when its stretch does (not before it,
+//     like a kernel behind a migration), so production's copies and the
+//     kernel's faults queue behind one another;
+//   - the GPU's time: the fault service is the kernel's hold (timeslice.h):
+//     a context stalled on faults keeps the device past its slice, so other
+//     contexts wait for its migrations too.
+// Where the kernel really starts is only known once the scheduler settles;
+// the stream's earliest start (or now) stands for it, which is exact on an
+// idle device and early otherwise (the link is then reserved before the
+// kernel could use it: errs toward charging the link sooner, not less).
 //
 // Back-pressure: a stream holds at most GPUSHARE_SIM_MAX_PENDING kernels
 // not yet complete; a further launch waits for the oldest, as a real
@@ -79,20 +96,40 @@ CUresult spin_duration(void** params, void** extra, std::int64_t* duration_ns) {
   return CUDA_SUCCESS;
 }
 
-// Stretches a kernel by the share of its context's managed memory that is
-// on the host. Refreshes the context's cached totals when residency changed.
-std::int64_t managed_cost(StateLayout* layout, Context* ctx, std::int64_t duration_ns) {
+// The fault service a kernel of `duration_ns` pays for the share of its
+// context's managed memory that is on the host (0: none). Refreshes the
+// context's cached totals when residency changed.
+std::int64_t fault_cost(StateLayout* layout, Context* ctx, std::int64_t duration_ns) {
   const DeviceState& device = layout->devices[ctx->device];
   if (ctx->managed_generation_seen != device.managed_generation) {
     managed_totals(layout, sim().pid, ctx->device, ctx->serial, &ctx->managed_total_bytes,
                    &ctx->managed_host_bytes);
     ctx->managed_generation_seen = device.managed_generation;
   }
-  if (ctx->managed_total_bytes == 0 || ctx->managed_host_bytes == 0) return duration_ns;
+  if (ctx->managed_total_bytes == 0 || ctx->managed_host_bytes == 0) return 0;
   double host_fraction =
       static_cast<double>(ctx->managed_host_bytes) / static_cast<double>(ctx->managed_total_bytes);
-  double factor = 1.0 + layout->header.managed_slowdown_milli / 1000.0 * host_fraction;
-  return static_cast<std::int64_t>(static_cast<double>(duration_ns) * factor);
+  double extra = layout->header.managed_slowdown_milli / 1000.0 * host_fraction;
+  return static_cast<std::int64_t>(static_cast<double>(duration_ns) * extra);
+}
+
+// Reserves the fault service's traffic (`fault_ns` of the link, at most
+// ~4 s, its hold field's range) on the link from `start_ns` (see the file
+// comment). Returns the service's length and sets *begin_ns to when its
+// stretch starts.
+std::int64_t fault_service(StateLayout* layout, int device, std::int64_t fault_ns,
+                           std::int64_t start_ns, std::int64_t* begin_ns) {
+  constexpr std::int64_t kMaxHoldNs = 4'000'000'000;
+  *begin_ns = start_ns;
+  if (fault_ns <= 0) return 0;
+  if (fault_ns > kMaxHoldNs) fault_ns = kMaxHoldNs;
+  const StateHeader& header = layout->header;
+  std::uint64_t bytes = static_cast<std::uint64_t>(
+      static_cast<double>(fault_ns) * static_cast<double>(header.link_bytes_per_s) / 1e9);
+  DeviceLink& link = layout->devices[device].link;
+  LinkQueue* lanes[2] = {&link.lanes[kLaneToDevice], &link.lanes[kLaneFromDevice]};
+  *begin_ns = link_reserve(lanes, 2, now_ns(), start_ns, fault_ns, bytes).start_ns;
+  return fault_ns;
 }
 
 // Queues the kernel, or says until when to wait (full stream or model).
@@ -112,10 +149,15 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
     *wait_until = projected_time(shared.layout(), ctx->device, Ready{oldest, 0});
     return CUDA_SUCCESS;
   }
-  duration = managed_cost(shared.layout(), ctx, duration);
   Ready after = stream_earliest(stream);
-  std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration,
-                                   after.floor_ns > model->now_ns ? after.floor_ns : 0);
+  std::int64_t floor = after.floor_ns > model->now_ns ? after.floor_ns : 0;
+  std::int64_t link_start = 0;
+  std::int64_t hold =
+      fault_service(shared.layout(), ctx->device, fault_cost(shared.layout(), ctx, duration),
+                    floor > 0 ? floor : model->now_ns, &link_start);
+  if (hold > 0 && link_start > model->now_ns && link_start > floor) floor = link_start;
+  std::uint64_t seq = sched_launch(model, d.slot, model->now_ns, duration + hold, floor,
+                                   static_cast<std::uint32_t>(hold));
   if (seq == 0) {  // a full queue: this process's (wait for its next end) or the device's
     std::uint64_t own = sched_first_pending(*model, d.slot);
     std::int64_t next =

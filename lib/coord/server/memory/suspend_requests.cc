@@ -93,6 +93,10 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
 std::string Registry::resume_note(const Job& job) const {
   if (job.suspend_requested) return "";
   if (job.resuming) return "already resuming";
+  if (!job.paused && job.host_paused) {
+    return "paused by the coordinator while its memory is on the host and production runs: "
+           "it resumes when either ends";
+  }
   if (!job.paused) return "not paused or suspended: nothing to resume";
   return "";
 }

@@ -183,12 +183,14 @@ void ControlBlock::set_suspend_requested(bool suspend) {
 
 bool ControlBlock::paused() const { return limits_->paused.load(std::memory_order_relaxed) != 0; }
 
-void ControlBlock::set_paused(bool paused) {
-  limits_->paused.store(paused ? 1 : 0, std::memory_order_release);
-  if (!paused) {
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&limits_->paused), FUTEX_WAKE, INT_MAX,
-            nullptr, nullptr, 0);
-  }
+std::uint32_t ControlBlock::pause_reasons() const {
+  return limits_->paused.load(std::memory_order_relaxed);
+}
+
+void ControlBlock::set_pause_reasons(std::uint32_t reasons) {
+  limits_->paused.store(reasons, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&limits_->paused), FUTEX_WAKE, INT_MAX,
+          nullptr, nullptr, 0);
   bump();
 }
 

@@ -52,9 +52,11 @@ class ControlBlock {
   std::uint64_t mem_limit(int device) const;
   void set_mem_limit(int device, std::uint64_t bytes);
   bool paused() const;
-  /// Pausing takes effect at the job's next launch; resuming wakes every
-  /// launch waiting on the page.
-  void set_paused(bool paused);
+  /// The kPause* bits in force (control_block.h); paused() is "any".
+  std::uint32_t pause_reasons() const;
+  /// Pausing takes effect at the job's next launch; every change wakes the
+  /// launches waiting on the page (they wait again while a reason is left).
+  void set_pause_reasons(std::uint32_t reasons);
   ComputeLimits compute(int device) const;
   /// Stores a device's compute limits (a no-op when unchanged) and keeps
   /// the page's `throttle` flag true exactly while some limit is in force.

@@ -60,7 +60,9 @@ void Registry::apply(const Job& job, Process& process) const {
     }
   }
   if (process.block->qos() != job.qos) process.block->set_qos(job.qos);
-  if (process.block->paused() != job.paused) process.block->set_paused(job.paused);
+  std::uint32_t reasons =
+      (job.paused ? kPauseOperator : 0u) | (job.host_paused ? kPauseHostMemory : 0u);
+  if (process.block->pause_reasons() != reasons) process.block->set_pause_reasons(reasons);
   if (process.block->suspend_requested() != job.suspend_requested) {
     process.block->set_suspend_requested(job.suspend_requested);
   }
@@ -254,7 +256,15 @@ bool Registry::set_paused(std::uint64_t id, bool paused) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return false;
   it->second.paused = paused;
-  for (std::uint64_t key : it->second.processes) processes_.at(key).block->set_paused(paused);
+  for (std::uint64_t key : it->second.processes) apply(it->second, processes_.at(key));
+  return true;
+}
+
+bool Registry::set_host_paused(std::uint64_t id, bool paused) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return false;
+  it->second.host_paused = paused;
+  for (std::uint64_t key : it->second.processes) apply(it->second, processes_.at(key));
   return true;
 }
 
@@ -298,7 +308,9 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
         saturating_add(view.iterations, telemetry.iterations.load(std::memory_order_relaxed));
   }
   view.pid = view.pids.empty() ? 0 : view.pids.front();
-  view.state = job.paused ? "paused" : fresh ? "running" : "stale";
+  view.state = job.paused || job.host_paused ? "paused" : fresh ? "running" : "stale";
+  if (job.paused) view.pause_reasons.push_back("operator");
+  if (job.host_paused) view.pause_reasons.push_back("memory");
   const Process& first = processes_.at(job.processes.front());
   view.speed_per_s = first.compute.speed_per_s;
   view.speed_in_iterations = first.compute.speed_in_iterations;

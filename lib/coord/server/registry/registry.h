@@ -91,6 +91,11 @@ struct Job {
   bool suspend_requested = false;  ///< asked of every process (suspend_requests.cc)
   std::string suspend_refused;     ///< why the job refused its last suspend
   bool resuming = false;           ///< launches held until the job is back
+  /// Paused by the coordinator itself, apart from `paused` (the operator's,
+  /// a suspend's, the enforcer's): its memory is mostly on the host while
+  /// production runs (memory/host_pause.h). Never saved: each coordinator
+  /// decides it anew.
+  bool host_paused = false;
 };
 
 class Registry {
@@ -111,6 +116,9 @@ class Registry {
   /// Pauses or resumes every process of a job (the enforcer's pause);
   /// false when there is no such job.
   bool set_paused(std::uint64_t id, bool paused);
+  /// Sets or clears the coordinator's own pause (Job::host_paused), which
+  /// leaves `paused` alone; false when there is no such job.
+  bool set_host_paused(std::uint64_t id, bool paused);
   /// Registered jobs (not processes).
   std::size_t size() const { return jobs_.size(); }
 
@@ -135,6 +143,12 @@ class Registry {
   void suspend_view(const Job& job, JobView* view) const;
   std::string resume_note(const Job& job) const;
   void suspend_tick(const std::function<void(const std::string&)>& note);
+
+  /// Every registered job, and its processes by key (process()).
+  template <class Function>
+  void for_each_job(Function&& function) const {
+    for (const auto& [id, job] : jobs_) function(job);
+  }
 
   /// Every registered process, for the compute and memory loops (which
   /// write their compute limits and residency targets, per process).
