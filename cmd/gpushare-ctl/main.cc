@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--memory-tick", options.memory_tick,
                     "The memory loop's period (room requests and job ends run it at once)")
+      ->capture_default_str();
   serve
       ->add_option("--host-pause", options.host_pause,
                    "Pause an opportunistic job whose memory is mostly on the host while "
