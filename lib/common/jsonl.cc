@@ -6,10 +6,7 @@
 #include <ostream>
 
 namespace gpushare {
-namespace {
 
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the
-// id means nothing to a user.
 std::string without_exception_id(const std::string& what) {
   if (!what.empty() && what[0] == '[') {
     std::size_t end = what.find("] ");
@@ -17,6 +14,8 @@ std::string without_exception_id(const std::string& what) {
   }
   return what;
 }
+
+namespace {
 
 // Skips spaces, tabs, CR and LF; returns true when input remains.
 bool skip_whitespace(std::istream& in) {

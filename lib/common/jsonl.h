@@ -60,6 +60,10 @@ class JsonLinesWriter {
 /// The line write() would print, without the newline (for tests and logs).
 std::string to_json_line(std::string_view kind, int version, const nlohmann::ordered_json& fields);
 
+/// A JSON library exception's message without its id: nlohmann's start with
+/// "[json.exception.parse_error.101] ", which means nothing to a user.
+std::string without_exception_id(const std::string& what);
+
 /// Compact JSON of any value, invalid UTF-8 replaced, never throwing.
 std::string dump_compact(const nlohmann::ordered_json& value);
 

@@ -8,6 +8,7 @@
 #include <streambuf>
 #include <vector>
 
+#include "common/jsonl.h"
 #include "place/job_scan.h"
 
 namespace gpushare::place {
@@ -71,20 +72,6 @@ class JobReader::Buffer : public std::streambuf {
   std::streambuf* source_;
   std::vector<char> data_;
 };
-
-namespace {
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the
-// id means nothing to a user (as JsonLinesReader words it).
-std::string without_exception_id(const std::string& what) {
-  if (!what.empty() && what[0] == '[') {
-    std::size_t end = what.find("] ");
-    if (end != std::string::npos) return what.substr(end + 2);
-  }
-  return what;
-}
-
-}  // namespace
 
 JobReader::JobReader(std::istream& in, std::string source_name)
     : buffer_(std::make_unique<Buffer>(in.rdbuf())),
