@@ -312,6 +312,7 @@ bool serve(int fd) {
       }
       release_held_page();
       copy_telemetry(g_state.telemetry);
+      yield_beat();
       tell_room_requests(fd, g_config.counters, g_config.device_count, now_ns());
       next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
     }

@@ -198,6 +198,7 @@ class GpushareController : public DeviceController {
       Track& track = kept[job.id];
       if (auto old = tracks_.find(job.id); old != tracks_.end()) track = std::move(old->second);
       track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
+      if (job.in_flight) track.last_progress_ns = now;
     }
     tracks_ = std::move(kept);  // a job that left is forgotten
   }

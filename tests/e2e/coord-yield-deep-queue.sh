@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The yield signal with a deep queue, on the simulated GPU: a production job
+# that launches a whole iteration at once (300 kernels of 4 ms) and then
+# waits about 1.2 s in its synchronisation holds its busy mark past the
+# one second after which a mark without a heartbeat counts as stuck. Its
+# interposer's client thread beats on the page while the mark is held
+# (control_block.h), so a saturating opportunistic job keeps yielding and
+# production keeps its speed (>= 0.9 of solo; without the heartbeat it
+# fell to about 0.6). Then the production job is stopped (SIGSTOP) with
+# its mark set: its heartbeat stops with it, and the opportunistic job
+# must run again within a few seconds (the mark is dropped after 1 s
+# without a beat; the bound allows 8 s).
+. "$(dirname "$0")/common.inc"
+. "$e2e_dir/coord.inc"
+[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
+workload="$libexec/gpushare-workload"
+common=(--mem 16MiB --verify 1MiB)
+prod=("${common[@]}" --kernels-per-iter 300 --kernel-us 4000 --host-us 0)
+opp=("${common[@]}" --kernels-per-iter 8 --kernel-us 2000)
+# The mean iteration_ms of a --per-iteration output, past its first two
+# iterations (profile and slow start).
+mean_ms() {
+  jq -rs '[.[] | select(.kind == "workload-iteration") | .iteration_ms] | .[2:]
+          | if length == 0 then "none" else add / length end' "$1"
+}
+
+start_coordinator
+expect_exit 0 gpushare-run --sim --name solo -- "$workload" "${prod[@]}" --duration 6 --per-iteration
+solo_ms=$(mean_ms "$scratch/out")
+[ "$solo_ms" != none ] || fail "the solo run measured no iteration: $(cat "$scratch/out")"
+
+gpushare-run --sim --opportunistic --name opp -- "$workload" "${opp[@]}" --duration 40 \
+  --per-iteration >"$scratch/opp.out" 2>"$scratch/opp.err" &
+opp_pid=$!
+wait_for "the opportunistic job to run" 5 grep -q '"iteration":2,' "$scratch/opp.out"
+gpushare-run --sim --name prod -- "$workload" "${prod[@]}" --duration 9 --per-iteration \
+  >"$scratch/prod.out" 2>"$scratch/prod.err" &
+prod_pid=$!
+wait "$prod_pid" || fail "the production job failed: $(cat "$scratch/prod.err")"
+with_ms=$(mean_ms "$scratch/prod.out")
+echo "production iteration: solo $solo_ms ms, beside the opportunistic job $with_ms ms" >&2
+[ "$with_ms" != none ] || fail "the paired run measured no iteration: $(cat "$scratch/prod.out")"
+awk "BEGIN { exit !($solo_ms >= 0.9 * $with_ms) }" ||
+  fail "production was not protected: $with_ms ms per iteration against $solo_ms ms solo"
+echo "coord-yield-deep-queue: ok"
