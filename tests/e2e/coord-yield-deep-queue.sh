@@ -50,7 +50,22 @@ gpushare-run --sim --name stopped -- "$workload" "${prod[@]}" --duration 60 --pe
   >"$scratch/stopped.out" 2>"$scratch/stopped.err" &
 stopped_pid=$!
 wait_for "the production job to iterate" 10 grep -q '"iteration":1,' "$scratch/stopped.out"
+# Stopped in its synchronisation (its launches stand still between two
+# looks), not while launching: a process stopped inside the simulated
+# driver's lock would stall the other job's driver calls, which a real
+# GPU's would not.
+last=-1
+in_sync() {
+  local n
+  n=$(gpushare-ctl ls | jq -s '[.[] | select(.name == "stopped") | .launches] | first // -1')
+  [ "$n" -gt 0 ] && [ "$n" = "$last" ] && return 0
+  last=$n
+  return 1
+}
+wait_for "the production job to wait in its synchronisation" 10 in_sync
 opp_count() { grep -c '"kind":"workload-iteration"' "$scratch/opp.out"; }
+# Whatever happens next, the stopped job goes on (and so can end).
+trap 'status=$?; kill -CONT "$stopped_pid" 2>/dev/null; (exit "$status"); cleanup' EXIT
 kill -STOP "$stopped_pid"
 at_stop=$(opp_count)
 progressed() { [ "$(opp_count)" -ge $((at_stop + 20)) ]; }
