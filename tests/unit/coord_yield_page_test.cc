@@ -159,7 +159,8 @@ TEST_CASE("a received page is followed by its slot and a waiter wakes at the cle
   beat -= kYieldHoldMaxNs / 10;
   CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs - 1) != nullptr);
   CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs) == nullptr);  // stopped
-  producer->beats.fetch_add(1);  // beats again
+  // Beats again: followed again.
+  producer->beats.fetch_add(1);
   CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs + 1) != nullptr);
   for (std::uint64_t at = beat + 2 * kYieldHoldMaxNs; at < t + kYieldHoldCapNs;
        at += kYieldHoldMaxNs / 2) {

@@ -167,6 +167,8 @@
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
 // the reserved room, with layout_version bumped; sizes are fixed at one page.
+// The one exception, `beats`, took a reserved word without a bump because
+// its zero (what every older page holds) means what the older rule meant.
 #pragma once
 
 #include <atomic>
@@ -268,7 +270,7 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
 };
 
-/// A job's yield page (layout 4): written by the job through the mapping
+/// A job's yield page (layout 4; `beats`, layout 5): written by the job through the mapping
 /// it made before sealing, read by the coordinator and by opportunistic jobs.
 struct YieldPage {
   std::uint32_t magic;  ///< kYieldMagic

@@ -60,10 +60,12 @@
 // kernel that would outlast its gap. This loop
 // still sets the share: it guards a production job whose marks say little
 // (one that never synchronises looks busy all the time, and a mark held
-// without a heartbeat for a second, or for 30 s, is dropped), and splits the harvest between opportunistic
-// jobs. The costs: one load of the job's own cache line per launch (a
-// store and a clock read at an iteration's first launch), and a clock read
-// and a FUTEX_WAKE at its synchronisation.
+// without a heartbeat for a second, or for 30 s, is dropped), and splits
+// the harvest between opportunistic jobs. The costs: one load of the
+// job's own cache line per launch (a store and a clock read at an
+// iteration's first launch), and a clock read and a FUTEX_WAKE at its
+// synchronisation. A production job in a long synchronisation launches
+// nothing but holds a live mark: that counts as progress (in_flight).
 #include "coord/server/compute/compute_control.h"
 
 #include <algorithm>

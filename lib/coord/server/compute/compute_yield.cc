@@ -18,8 +18,7 @@ void YieldSlots::keep_only(const std::set<std::uint64_t>& live) {
   }
 }
 
-void YieldHold::sample(std::uint64_t now_ns, bool busy, std::uint64_t marks,
-                       std::uint32_t beats) {
+void YieldHold::sample(std::uint64_t now_ns, bool busy, std::uint64_t marks, std::uint32_t beats) {
   bool fresh_mark = marks != marks_;
   marks_ = marks;
   if (!busy || fresh_mark || !held_) {

@@ -1,6 +1,7 @@
 // The coordinator's half of the fast yield signal (control_block.h, layout
-// 4; its heartbeat, layout 5). The 25 ms loop cannot place an opportunistic job's work in the gaps a
-// production job leaves within an iteration; the production job's own busy
+// 4; its heartbeat, layout 5). The 25 ms loop cannot place an
+// opportunistic job's work in the gaps a production job leaves within an
+// iteration; the production job's own busy
 // mark can, if opportunistic launches wait while it is set. This file
 // decides, each tick, whose marks each opportunistic job follows:
 //
