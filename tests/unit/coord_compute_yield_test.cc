@@ -15,6 +15,7 @@ YieldProducer producer(std::uint64_t id, bool busy = false, std::uint64_t marks 
   YieldProducer p;
   p.id = id;
   p.sealed = true;
+  p.live = true;
   p.active = true;
   p.busy = busy;
   p.marks = marks;
@@ -34,16 +35,16 @@ TEST_CASE("yield slots go to the first free one and come back when a job leaves"
   CHECK(slots.slot_of(99) == -1);  // all taken: not followed
 }
 
-TEST_CASE("a mark held without a break for a second is stuck until it clears") {
+TEST_CASE("a mark held without a break or a beat for a second is stuck until it clears") {
   YieldHold hold;
-  hold.sample(0, true, 1);
+  hold.sample(0, true, 1, 0);
   for (std::uint64_t t = 25; t < 1000; t += 25) {
-    hold.sample(t * kMs, true, 1);
+    hold.sample(t * kMs, true, 1, 0);
     CHECK_FALSE(hold.stuck());
   }
-  hold.sample(1000 * kMs, true, 1);
+  hold.sample(1000 * kMs, true, 1, 0);
   CHECK(hold.stuck());
-  hold.sample(1025 * kMs, false, 1);
+  hold.sample(1025 * kMs, false, 1, 0);
   CHECK_FALSE(hold.stuck());
 }
 
@@ -51,9 +52,79 @@ TEST_CASE("a mark set again and again is never stuck however busy the job is") {
   YieldHold hold;
   std::uint64_t marks = 0;
   for (std::uint64_t t = 0; t < 3000; t += 25) {
-    hold.sample(t * kMs, true, ++marks);  // cleared and set between every two samples
+    hold.sample(t * kMs, true, ++marks, 0);  // cleared and set between every two samples
     CHECK_FALSE(hold.stuck());
   }
+}
+
+TEST_CASE("a beating mark is honoured past a second, and dropped a second after its beats stop") {
+  YieldHold hold;
+  std::uint32_t beats = 0;
+  hold.sample(0, true, 1, beats);
+  std::uint64_t t = 25;
+  for (; t <= 5000; t += 25) {  // a 5 s synchronisation of a live deep queue
+    hold.sample(t * kMs, true, 1, ++beats);
+    CHECK_FALSE(hold.stuck());
+    CHECK(hold.in_flight());
+  }
+  std::uint64_t last_beat = t - 25;
+  for (; t < last_beat + 1000; t += 25) {  // stopped (SIGSTOP) or dead: no more beats
+    hold.sample(t * kMs, true, 1, beats);
+    CHECK_FALSE(hold.stuck());
+  }
+  hold.sample((last_beat + 1000) * kMs, true, 1, beats);
+  CHECK(hold.stuck());
+  CHECK_FALSE(hold.in_flight());
+  // Beating again (SIGCONT): followed again.
+  hold.sample((last_beat + 1025) * kMs, true, 1, ++beats);
+  CHECK_FALSE(hold.stuck());
+}
+
+TEST_CASE("a beating mark held for the cap is stuck until it clears") {
+  YieldHold hold;
+  std::uint32_t beats = 0;
+  hold.sample(0, true, 1, beats);
+  for (std::uint64_t t = 100; t < kYieldHoldCapNs / kMs; t += 100) {
+    hold.sample(t * kMs, true, 1, ++beats);
+    CHECK_FALSE(hold.stuck());
+  }
+  hold.sample(kYieldHoldCapNs, true, 1, ++beats);
+  CHECK(hold.stuck());
+  hold.sample(kYieldHoldCapNs + 100 * kMs, true, 1, ++beats);
+  CHECK(hold.stuck());  // beats do not undo the cap
+  hold.sample(kYieldHoldCapNs + 200 * kMs, false, 1, beats);
+  CHECK_FALSE(hold.stuck());
+  hold.sample(kYieldHoldCapNs + 300 * kMs, true, 2, beats);
+  CHECK_FALSE(hold.stuck());
+}
+
+TEST_CASE("a live producer in a long synchronisation stays followed though it launches nothing") {
+  YieldPlanner planner;
+  std::vector<YieldProducer> producers = {producer(7, true, 1)};
+  planner.sample(0, producers, {7, 8});
+  std::vector<YieldDelivery> send;
+  planner.mask(8, true, producers, &send);
+  planner.delivered(send.at(0));
+  // No launch for longer than idle_after: active is false, the mark beats.
+  producers[0].active = false;
+  std::uint64_t t = 25;
+  for (; t <= 3000; t += 25) {
+    ++producers[0].beats;
+    planner.sample(t * kMs, producers, {7, 8});
+    CHECK(planner.in_flight(7));
+    CHECK(planner.mask(8, true, producers, &send) == 1);
+  }
+  // Its client went quiet (stale telemetry) or it was paused: not followed.
+  producers[0].live = false;
+  CHECK(planner.mask(8, true, producers, &send) == 0);
+  producers[0].live = true;
+  // Its beats stop: dropped a second after the last one.
+  std::uint64_t last_beat = t - 25;
+  planner.sample((last_beat + 975) * kMs, producers, {7, 8});
+  CHECK(planner.mask(8, true, producers, &send) == 1);
+  planner.sample((last_beat + 1000) * kMs, producers, {7, 8});
+  CHECK_FALSE(planner.in_flight(7));
+  CHECK(planner.mask(8, true, producers, &send) == 0);
 }
 
 TEST_CASE("a receiver gets a producer's page first and follows it once delivered") {

@@ -142,6 +142,33 @@ TEST_CASE("a received page is followed by its slot and a waiter wakes at the cle
   CHECK(yield_busy_word(std::uint64_t{1} << 3, 2000 + kYieldHoldMaxNs) == nullptr);
   producer->marks.fetch_add(1);  // set again: followed again
   CHECK(yield_busy_word(std::uint64_t{1} << 3, 3000 + kYieldHoldMaxNs) != nullptr);
+  // A mark whose heartbeat moves (a deep queue in its synchronisation) is
+  // followed past kYieldHoldMaxNs, until the beats stop for that long or
+  // the hold reaches kYieldHoldCapNs.
+  producer->marks.fetch_add(1);
+  std::uint64_t t = 4 * kYieldHoldMaxNs;
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, t) != nullptr);
+  yield_publish_own(producer);  // the page is this process's own: yield_beat() moves it
+  std::uint64_t beat = t;
+  for (; beat < t + 5 * kYieldHoldMaxNs; beat += kYieldHoldMaxNs / 10) {
+    yield_beat();  // the client thread's tick, while the mark is set
+    CHECK(yield_busy_word(std::uint64_t{1} << 3, beat) != nullptr);
+  }
+  yield_publish_own(nullptr);
+  producer->busy.store(1);  // retiring the page cleared it: the producer (a test) holds it
+  beat -= kYieldHoldMaxNs / 10;
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs - 1) != nullptr);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs) == nullptr);  // stopped
+  // Beats again: followed again.
+  producer->beats.fetch_add(1);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, beat + kYieldHoldMaxNs + 1) != nullptr);
+  for (std::uint64_t at = beat + 2 * kYieldHoldMaxNs; at < t + kYieldHoldCapNs;
+       at += kYieldHoldMaxNs / 2) {
+    producer->beats.fetch_add(1);
+    CHECK(yield_busy_word(std::uint64_t{1} << 3, at) != nullptr);
+  }
+  producer->beats.fetch_add(1);
+  CHECK(yield_busy_word(std::uint64_t{1} << 3, t + kYieldHoldCapNs) == nullptr);  // the cap
   producer->busy.store(0);
   yield_publish_own(nullptr);
   close(pair[0]);

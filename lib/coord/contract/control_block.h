@@ -134,6 +134,18 @@
 // compute_yield.h). A launch gated by a mask waits on the futex, with a
 // timeout, so a withdrawn mask or a dead producer stops the wait.
 //
+// Heartbeat (layout 5, in the word that was reserved32). A job with a deep
+// queue launches a whole iteration at once and holds its mark through a
+// synchronisation of a second or more, so a length of hold alone cannot
+// tell it from a producer that died, was stopped (SIGSTOP) or wedged with
+// its mark set. While its mark is set, the job's client thread (which
+// dies and stops with the process) adds one to `beats` every tick
+// (10 ms) while registered. A mark is ignored once held kYieldHoldMaxNs
+// (1 s) with no new transition and no new beat, or kYieldHoldCapNs (30 s)
+// with no new transition whatever the beats. It came with layout 5 (the
+// word was reserved32 in layout 4), and a page whose `beats` never moves (a
+// job between coordinators) gets the 1 s rule alone.
+//
 // Wake-ups (layout version 5; no field changed, the socket carries them).
 // A production job whose allocation starts waiting for room wakes its own
 // client thread, which publishes its counters and sends
@@ -172,9 +184,13 @@ inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-e
 inline constexpr std::uint32_t kLayoutVersion = 5;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
-/// A mark held this long with no new 0 -> 1 transition is ignored, by the
-/// coordinator and by the follower itself (which may have no coordinator).
+/// A mark held this long with no new 0 -> 1 transition and no new beat is
+/// ignored, by the coordinator and by the follower itself (which may have
+/// no coordinator): its producer is dead, stopped or wedged.
 inline constexpr std::uint64_t kYieldHoldMaxNs = 1'000'000'000;
+/// A mark held this long with no new transition is ignored even while its
+/// producer beats (a live job whose work never ends or never synchronises).
+inline constexpr std::uint64_t kYieldHoldCapNs = 30'000'000'000;
 inline constexpr std::size_t kControlPageBytes = 4096;
 
 // LimitsPage::qos holds a Qos (vocab/job.h); kNoLimit and kMaxDevices come
@@ -252,15 +268,18 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
 };
 
-/// A job's yield page (layout 4): written by the job through the mapping
-/// it made before sealing, read by the coordinator and by opportunistic jobs.
+/// A job's yield page (layout 4; `beats`, layout 5): written by the job
+/// through the mapping it made before sealing, read by the coordinator and
+/// by opportunistic jobs.
 struct YieldPage {
   std::uint32_t magic;  ///< kYieldMagic
   std::uint32_t layout_version;
   std::uint64_t job_id;
   /// Futex word, alone on its cache line: 1 while GPU work is in flight.
   alignas(64) std::atomic<std::uint32_t> busy;
-  std::atomic<std::uint32_t> reserved32;
+  /// Heartbeat while the mark is held: moves every tick of the job's client
+  /// thread (in place of a reserved word, layout 5: see "Heartbeat").
+  std::atomic<std::uint32_t> beats;
   std::atomic<std::uint64_t> marks;       ///< 0 -> 1 transitions so far (the job's claim)
   std::atomic<std::uint64_t> cleared_ns;  ///< CLOCK_MONOTONIC of the last clear; 0: none yet
   std::atomic<std::uint64_t> gap_ns;      ///< its idle gap, estimated (see yield.h); 0: unknown

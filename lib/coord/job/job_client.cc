@@ -14,7 +14,9 @@
 //
 // The thread: connect, register (reply plus three memfds by SCM_RIGHTS), then
 // poll the socket with a 10 ms timeout, copying the counters into the
-// telemetry page on every tick. End of file or an error on the socket means
+// telemetry page and beating on the job's yield page (yield_beat: its
+// followers tell a live deep queue from a dead or stopped job) on every
+// tick. End of file or an error on the socket means
 // the coordinator is gone: retire the page, wake paused launchers, and retry
 // the connection every 100 ms, backing off to 500 ms (5 s after the
 // coordinator refused the registration, so a refusing coordinator is not
@@ -312,6 +314,7 @@ bool serve(int fd) {
       }
       release_held_page();
       copy_telemetry(g_state.telemetry);
+      yield_beat();
       tell_room_requests(fd, g_config.counters, g_config.device_count, now_ns());
       next_copy = now_ns() + kTelemetryPeriodMs * 1000000ull;
     }

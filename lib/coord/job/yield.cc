@@ -24,11 +24,14 @@ namespace {
 // The pages followed, by slot (read-only mappings).
 constinit std::atomic<const YieldPage*> g_slots[kYieldSlots] = {};
 
-// Per slot: the mark last seen set, and since when (the stuck-mark rule).
+// Per slot: the mark last seen set, since when, and its last beat seen and
+// when (the stuck-mark rule).
 struct Seen {
   std::atomic<const YieldPage*> page;
   std::atomic<std::uint64_t> marks;
   std::atomic<std::uint64_t> since_ns;
+  std::atomic<std::uint32_t> beats;
+  std::atomic<std::uint64_t> beat_ns;
   // Since when the gap rule has held launches back with the job not seen
   // busy (0: it is not): a page that always says "back soon" but never is
   // holds nobody longer than kYieldHoldMaxNs.
@@ -120,6 +123,13 @@ void yield_clear_busy() {
   }
 }
 
+void yield_beat() {
+  YieldPage* page = g_own_yield.load(std::memory_order_acquire);
+  if (page != nullptr && page->busy.load(std::memory_order_relaxed) != 0) {
+    page->beats.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 bool yield_map_own(int fd, std::uint64_t job_id, YieldPage** out) {
   struct stat st;
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kControlPageBytes)) return false;
@@ -191,17 +201,28 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
     if (page == nullptr || page->busy.load(std::memory_order_acquire) == 0) continue;
     // The coordinator's rule, kept here too (it may be gone, and a
     // producer that died marked stays marked): a mark held with no new
-    // transition for kYieldHoldMaxNs is ignored. Races between threads
-    // only move `since` a little.
+    // transition is ignored once its heartbeat stood still for
+    // kYieldHoldMaxNs, or after kYieldHoldCapNs. Races between threads
+    // only move the times a little.
     std::uint64_t marks = page->marks.load(std::memory_order_relaxed);
+    std::uint32_t beats = page->beats.load(std::memory_order_relaxed);
     Seen& seen = g_seen[slot];
     if (seen.page.load(std::memory_order_relaxed) != page ||
         seen.marks.load(std::memory_order_relaxed) != marks) {
       seen.page.store(page, std::memory_order_relaxed);
       seen.marks.store(marks, std::memory_order_relaxed);
       seen.since_ns.store(now_ns, std::memory_order_relaxed);
-    } else if (now_ns - seen.since_ns.load(std::memory_order_relaxed) >= kYieldHoldMaxNs) {
-      continue;
+      seen.beats.store(beats, std::memory_order_relaxed);
+      seen.beat_ns.store(now_ns, std::memory_order_relaxed);
+    } else {
+      if (seen.beats.load(std::memory_order_relaxed) != beats) {
+        seen.beats.store(beats, std::memory_order_relaxed);
+        seen.beat_ns.store(now_ns, std::memory_order_relaxed);
+      }
+      if (now_ns - seen.beat_ns.load(std::memory_order_relaxed) >= kYieldHoldMaxNs ||
+          now_ns - seen.since_ns.load(std::memory_order_relaxed) >= kYieldHoldCapNs) {
+        continue;
+      }
     }
     seen.gap_since_ns.store(0, std::memory_order_relaxed);
     return &page->busy;

@@ -39,6 +39,11 @@ inline void yield_mark_busy() {
 /// the launches of opportunistic jobs that wait on the mark.
 void yield_clear_busy();
 
+/// The client thread's tick: while the job's own mark is set, moves its
+/// heartbeat (control_block.h), so followers tell a deep queue from a dead
+/// or stopped producer. Never on a launch path.
+void yield_beat();
+
 /// Maps the job's own page from the registration's third descriptor:
 /// writable, then sealed against any later writable mapping (so that the
 /// coordinator may pass it on). False, with the descriptor left open, when
@@ -61,7 +66,9 @@ void yield_reset_stream();
 /// For a gated launch with `mask` (the limits page's yield_mask, or the
 /// last one while no coordinator is there): the busy word of a followed
 /// production job that has GPU work in flight now, or null when none. A
-/// mark held for kYieldHoldMaxNs (CLOCK_MONOTONIC `now_ns`) is not.
+/// mark held with no new transition is not once its heartbeat has stood
+/// still for kYieldHoldMaxNs, or after kYieldHoldCapNs (CLOCK_MONOTONIC
+/// `now_ns`).
 const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint64_t now_ns);
 
 /// What a gated launch of a follower may do now (yield_grant).

@@ -60,10 +60,12 @@
 // kernel that would outlast its gap. This loop
 // still sets the share: it guards a production job whose marks say little
 // (one that never synchronises looks busy all the time, and a mark held
-// for a second is dropped), and splits the harvest between opportunistic
-// jobs. The costs: one load of the job's own cache line per launch (a
-// store and a clock read at an iteration's first launch), and a clock read
-// and a FUTEX_WAKE at its synchronisation.
+// without a heartbeat for a second, or for 30 s, is dropped), and splits
+// the harvest between opportunistic jobs. The costs: one load of the
+// job's own cache line per launch (a store and a clock read at an
+// iteration's first launch), and a clock read and a FUTEX_WAKE at its
+// synchronisation. A production job in a long synchronisation launches
+// nothing but holds a live mark: that counts as progress (in_flight).
 #include "coord/server/compute/compute_control.h"
 
 #include <algorithm>
@@ -198,6 +200,7 @@ class GpushareController : public DeviceController {
       Track& track = kept[job.id];
       if (auto old = tracks_.find(job.id); old != tracks_.end()) track = std::move(old->second);
       track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
+      if (job.in_flight) track.last_progress_ns = now;
     }
     tracks_ = std::move(kept);  // a job that left is forgotten
   }

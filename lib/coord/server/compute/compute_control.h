@@ -57,6 +57,9 @@ struct ComputeJobInput {
   std::uint64_t last_iteration_ns = 0;
   std::uint64_t gpu_busy_ns = 0;
   std::uint64_t compute_cap_ppm = kNoLimit;
+  /// Launched work not yet synchronised (its yield mark, live): counts as
+  /// progress for idle_after, like a launch.
+  bool in_flight = false;
 };
 
 /// What the controller decided for one job, and what it measured.

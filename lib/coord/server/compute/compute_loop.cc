@@ -27,9 +27,11 @@ void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
     p.id = job.key;
     p.sealed = block.yield_sealed();
     bool fresh = t.heartbeat_ns.load(std::memory_order_acquire) + kComputeStaleNs >= now_ns;
-    p.active = fresh && !block.paused() && now_ns - a.moved_ns < tuning.idle_after_ns;
+    p.live = fresh && !block.paused();
+    p.active = p.live && now_ns - a.moved_ns < tuning.idle_after_ns;
     p.busy = block.yield_busy();
     p.marks = block.yield_marks();
+    p.beats = block.yield_beats();
     producers.push_back(p);
     producers_[job.key] = p;
   });
@@ -98,6 +100,9 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       in.last_iteration_ns = t.last_iteration_ns.load(std::memory_order_relaxed);
       in.gpu_busy_ns = t.gpu_busy_ns.load(std::memory_order_relaxed);
       in.compute_cap_ppm = m.job->compute_cap_ppm;
+      // A deep queue waits in its synchronisation longer than idle_after
+      // with nothing to launch: its live mark says it is not idle.
+      in.in_flight = in.qos == kQosProduction && yield_.in_flight(in.id);
       all.emplace_back(m.job, m.device);
       is_live.push_back(fresh);
       if (fresh) {

@@ -18,17 +18,25 @@ void YieldSlots::keep_only(const std::set<std::uint64_t>& live) {
   }
 }
 
-void YieldHold::sample(std::uint64_t now_ns, bool busy, std::uint64_t marks) {
+void YieldHold::sample(std::uint64_t now_ns, bool busy, std::uint64_t marks, std::uint32_t beats) {
   bool fresh_mark = marks != marks_;
   marks_ = marks;
   if (!busy || fresh_mark || !held_) {
     // Clear, or set again since the last sample: a new hold starts (or none).
     held_ = busy;
     since_ns_ = now_ns;
+    beats_ = beats;
+    beat_ns_ = now_ns;
     stuck_ = false;
     return;
   }
-  if (now_ns - since_ns_ >= kYieldHoldMaxNs) stuck_ = true;
+  if (beats != beats_) {
+    beats_ = beats;
+    beat_ns_ = now_ns;
+  }
+  // A producer that beats again (SIGCONT) is followed again; one past the
+  // cap is not until its mark clears.
+  stuck_ = now_ns - beat_ns_ >= kYieldHoldMaxNs || now_ns - since_ns_ >= kYieldHoldCapNs;
 }
 
 void YieldPlanner::sample(std::uint64_t now_ns, const std::vector<YieldProducer>& producers,
@@ -43,7 +51,7 @@ void YieldPlanner::sample(std::uint64_t now_ns, const std::vector<YieldProducer>
   for (const YieldProducer& p : producers) {
     if (!p.sealed) continue;
     slots_.slot_of(p.id);
-    holds_[p.id].sample(now_ns, p.busy, p.marks);
+    holds_[p.id].sample(now_ns, p.busy, p.marks, p.beats);
   }
   for (auto it = holds_.begin(); it != holds_.end();) {
     it = producing.count(it->first) ? std::next(it) : holds_.erase(it);
@@ -69,9 +77,15 @@ std::uint64_t YieldPlanner::mask(std::uint64_t receiver, bool controlled,
     }
     auto hold = holds_.find(p.id);
     bool stuck = hold != holds_.end() && hold->second.stuck();
-    if (controlled && p.active && !stuck) mask |= std::uint64_t{1} << slot;
+    bool active = p.active || (p.live && in_flight(p.id));
+    if (controlled && active && !stuck) mask |= std::uint64_t{1} << slot;
   }
   return mask;
+}
+
+bool YieldPlanner::in_flight(std::uint64_t producer) const {
+  auto hold = holds_.find(producer);
+  return hold != holds_.end() && hold->second.in_flight();
 }
 
 void YieldPlanner::delivered(const YieldDelivery& delivery) {

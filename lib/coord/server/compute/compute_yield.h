@@ -1,6 +1,7 @@
 // The coordinator's half of the fast yield signal (control_block.h, layout
-// 4). The 25 ms loop cannot place an opportunistic job's work in the gaps a
-// production job leaves within an iteration; the production job's own busy
+// 4; its heartbeat, layout 5). The 25 ms loop cannot place an
+// opportunistic job's work in the gaps a production job leaves within an
+// iteration; the production job's own busy
 // mark can, if opportunistic launches wait while it is set. This file
 // decides, each tick, whose marks each opportunistic job follows:
 //
@@ -12,16 +13,24 @@
 // Mask. An opportunistic job's yield_mask on a device names the slots of
 // the production jobs on that device that the loop protects now: only
 // under the gpushare policy, only while its phase is not "free" (a
-// production job is active), only producers that launched within
-// idle_after and whose page the receiver was sent.
+// production job is active), only producers that are active (launched
+// within idle_after, or hold a live mark: a deep queue launches a whole
+// iteration at once and then waits longer than idle_after in its
+// synchronisation) and whose page the receiver was sent. The loop counts a
+// live mark as activity too (in_flight()).
 //
 // The cap on a hostile (or stuck) producer. Its mark only makes
 // opportunistic jobs wait; it never blocks production jobs (they do not
 // read marks) or the coordinator (it samples the word and never waits on
 // it). A producer that holds its mark without a break (set at every tick,
-// no new 0 -> 1 transition) for kYieldHoldMaxNs is not followed until its
-// mark is seen clear again, so an opportunistic job is held by a stuck
-// mark for at most about one second, then runs on the loop's share alone.
+// no new 0 -> 1 transition) is not followed, until its mark is seen clear
+// again, once its heartbeat (control_block.h: moved by its client thread,
+// which dies and stops with the process) stood still for kYieldHoldMaxNs,
+// or once it held the mark for kYieldHoldCapNs however it beats. So a
+// dead, stopped or wedged producer holds opportunistic jobs about one
+// second, then they run on the loop's share alone; a live one whose work
+// never synchronises holds them 30 s at most. Production may keep the GPU
+// busy (priority is its right): a live deep queue is followed through.
 // A producer that clears its mark now and then but sets it most of the
 // time can hold opportunistic jobs to the moments it is clear; that is no
 // more than a production job that keeps the GPU busy may take anyway (so
@@ -53,16 +62,21 @@ class YieldSlots {
 };
 
 /// Whether a producer's mark is stuck: set at every sample, with no new
-/// 0 -> 1 transition, for kYieldHoldMaxNs.
+/// 0 -> 1 transition, and either no new beat for kYieldHoldMaxNs or held
+/// for kYieldHoldCapNs.
 class YieldHold {
  public:
-  void sample(std::uint64_t now_ns, bool busy, std::uint64_t marks);
+  void sample(std::uint64_t now_ns, bool busy, std::uint64_t marks, std::uint32_t beats);
   bool stuck() const { return stuck_; }
+  /// Marked busy and not stuck: launched work not yet synchronised.
+  bool in_flight() const { return held_ && !stuck_; }
 
  private:
   bool held_ = false;
   std::uint64_t since_ns_ = 0;
   std::uint64_t marks_ = 0;
+  std::uint32_t beats_ = 0;
+  std::uint64_t beat_ns_ = 0;
   bool stuck_ = false;
 };
 
@@ -70,9 +84,11 @@ class YieldHold {
 struct YieldProducer {
   std::uint64_t id = 0;
   bool sealed = false;  ///< its page may be passed on
-  bool active = false;  ///< launched within idle_after
+  bool live = false;    ///< its client is alive (fresh telemetry) and it is not paused
+  bool active = false;  ///< live and launched within idle_after
   bool busy = false;
   std::uint64_t marks = 0;
+  std::uint32_t beats = 0;
 };
 
 /// A page to send: `producer`'s page to `receiver`, for `slot`.
@@ -97,6 +113,9 @@ class YieldPlanner {
                      const std::vector<YieldProducer>& producers_on_device,
                      std::vector<YieldDelivery>* to_send);
   void delivered(const YieldDelivery& delivery);
+  /// A live production job whose mark is held and not stuck (as of the
+  /// last sample): the loop counts it active though it launches nothing.
+  bool in_flight(std::uint64_t producer) const;
 
  private:
   YieldSlots slots_;

@@ -127,6 +127,10 @@ std::uint64_t ControlBlock::yield_marks() const {
   return yield_ != nullptr ? yield_->marks.load(std::memory_order_relaxed) : 0;
 }
 
+std::uint32_t ControlBlock::yield_beats() const {
+  return yield_ != nullptr ? yield_->beats.load(std::memory_order_relaxed) : 0;
+}
+
 std::uint64_t ControlBlock::yield_mask(int device) const {
   return limits_->devices[device].yield_mask.load(std::memory_order_relaxed);
 }

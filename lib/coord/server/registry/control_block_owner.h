@@ -47,6 +47,7 @@ class ControlBlock {
   /// The job's busy mark now, and its 0 -> 1 transitions so far.
   bool yield_busy() const;
   std::uint64_t yield_marks() const;
+  std::uint32_t yield_beats() const;  ///< the producer's heartbeat (control_block.h)
 
   int device_count() const { return static_cast<int>(limits_->device_count); }
   std::uint64_t mem_limit(int device) const;
