@@ -239,8 +239,14 @@ restart_coordinator() {
   kill -KILL "$coordinator_pid" 2>/dev/null || true
   wait "$coordinator_pid" 2>/dev/null || true
   restarts=$((restarts + 1))
-  # Jobs held by the dead coordinator resume by themselves.
-  held_until=() held_how=()
+  # A suspended job resumes by itself when its coordinator dies (a suspend
+  # is not restored); a paused one may be paused again by the next
+  # coordinator, which restores the pauses it finds in its decisions file
+  # (gpushare-ctl(1)), so a pause stays held here until a resume succeeds.
+  local name
+  for name in "${!held_how[@]}"; do
+    [ "${held_how[$name]}" = suspend ] && unset "held_how[$name]" "held_until[$name]"
+  done
   start_coordinator
 }
 
@@ -278,8 +284,9 @@ release_held() {  # release_held [all]
   local name
   for name in "${!held_how[@]}"; do
     if [ "${1:-}" = all ] || [ "$(now_ms)" -ge "${held_until[$name]}" ]; then
-      ctl resume "$name" || true
-      unset "held_how[$name]" "held_until[$name]"
+      # Kept when the resume fails (the job has not registered with a
+      # restarted coordinator yet): tried again at the next turn.
+      if ctl resume "$name"; then unset "held_how[$name]" "held_until[$name]"; fi
     fi
   done
 }
@@ -380,6 +387,7 @@ release_held all
 for name in "${!job_pid[@]}"; do touch "$scratch/jobs/$name.stop"; done
 drain_deadline=$(($(now_ms) + 180000))
 while [ ${#job_pid[@]} -gt 0 ]; do
+  release_held all
   reap_jobs
   if [ "$(now_ms)" -gt "$drain_deadline" ]; then
     for name in "${!job_pid[@]}"; do note_hang "$name did not stop within 3 min of its stop file"; done
