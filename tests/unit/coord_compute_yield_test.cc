@@ -21,6 +21,15 @@ YieldProducer producer(std::uint64_t id, bool busy = false, std::uint64_t marks 
   p.marks = marks;
   return p;
 }
+
+/// Opportunistic job 8 following the producers' pages (sampled at 0, the
+/// first page delivered): where a test of what follows starts.
+void follow(YieldPlanner& planner, const std::vector<YieldProducer>& producers) {
+  planner.sample(0, producers, {7, 8});
+  std::vector<YieldDelivery> send;
+  planner.mask(8, true, producers, &send);
+  planner.delivered(send.at(0));
+}
 }  // namespace
 
 TEST_CASE("yield slots go to the first free one and come back when a job leaves") {
@@ -101,10 +110,8 @@ TEST_CASE("a beating mark held for the cap is stuck until it clears") {
 TEST_CASE("a live producer in a long synchronisation stays followed though it launches nothing") {
   YieldPlanner planner;
   std::vector<YieldProducer> producers = {producer(7, true, 1)};
-  planner.sample(0, producers, {7, 8});
+  follow(planner, producers);
   std::vector<YieldDelivery> send;
-  planner.mask(8, true, producers, &send);
-  planner.delivered(send.at(0));
   // No launch for longer than idle_after: active is false, the mark beats.
   producers[0].active = false;
   std::uint64_t t = 25;
@@ -161,11 +168,8 @@ TEST_CASE("an unsealed page is never passed on") {
 TEST_CASE("a stuck producer is dropped from the mask and followed again once it clears") {
   YieldPlanner planner;
   std::vector<YieldProducer> producers = {producer(7, true, 1)};
-  planner.sample(0, producers, {7, 8});
+  follow(planner, producers);
   std::vector<YieldDelivery> send;
-  planner.mask(8, true, producers, &send);
-  planner.delivered(send.at(0));
-  send.clear();
   CHECK(planner.mask(8, true, producers, &send) == 1);
   planner.sample(1100 * kMs, producers, {7, 8});
   CHECK(planner.mask(8, true, producers, &send) == 0);
@@ -177,11 +181,8 @@ TEST_CASE("a stuck producer is dropped from the mask and followed again once it 
 TEST_CASE("a slot freed by a departed producer is sent again for its next holder") {
   YieldPlanner planner;
   std::vector<YieldProducer> first = {producer(7)};
-  planner.sample(0, first, {7, 8});
+  follow(planner, first);
   std::vector<YieldDelivery> send;
-  planner.mask(8, true, first, &send);
-  planner.delivered(send.at(0));
-  send.clear();
   std::vector<YieldProducer> second = {producer(9)};
   planner.sample(25 * kMs, second, {8, 9});  // 7 left, 9 came
   CHECK(planner.mask(8, true, second, &send) == 0);
