@@ -1,4 +1,4 @@
-// Exit status of every gpushare program (design.md, "Exit status").
+// Exit status of every gpushare program (docs/design.md, "Exit status").
 #pragma once
 
 namespace gpushare::exit_status {

@@ -1,4 +1,4 @@
-// JSON Lines in and out (design.md, "Output").
+// JSON Lines in and out (docs/design.md, "Output").
 //
 // The reader accepts any sequence of JSON texts separated by whitespace
 // (one per line, several on a line, or pretty-printed across lines), like

@@ -22,7 +22,7 @@ struct CoordinatorPlan {
   std::string warning;  ///< why none will be started although none is reachable
 };
 
-/// Decides from the socket path (GPUSHARE_SOCKET or design.md's default)
+/// Decides from the socket path (GPUSHARE_SOCKET or docs/design.md's default)
 /// and what listens there. A node-wide socket (/run/gpushare) is never
 /// started by a user: without it the job still enforces its own limits.
 Result<CoordinatorPlan> plan_coordinator();

@@ -1,8 +1,11 @@
 # The layout's promise (CONTRIBUTING.md, "Where things live"), checked: each
 # folder of lib/ includes only the folders its row of the table names, and
 # inside lib/interpose and lib/coord/server a room includes only itself and
-# the rooms below it (no arrow back up). A folder not listed here fails the
-# check, so a new folder must be given its row (here and in CONTRIBUTING.md).
+# the rooms below it (no arrow back up). A file is held to the rule of the
+# deepest folder listed here that holds it: a new subfolder inherits its
+# parent's rule until it is given its own, and a file under lib/ that no
+# rule covers fails the check. Give a new folder its row here and in
+# CONTRIBUTING.md.
 #
 # Run: cmake -D SOURCE_DIR=<repo> -P tests/cmake/layout-rules.cmake
 # Each rule: "FOLDER|ALLOWED,PREFIXES" (include paths as written, relative to

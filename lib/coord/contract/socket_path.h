@@ -2,7 +2,7 @@
 // Plain C-style code (no allocation, no exceptions): the interposer's client
 // uses it, and so do gpushare-ctl and gpushare-run.
 //
-// The socket (design.md, "Socket"):
+// The socket (docs/design.md, "Socket"):
 //   1. $GPUSHARE_SOCKET when set and non-empty;
 //   2. /run/gpushare/gpushare.sock when it exists (a node-wide coordinator);
 //   3. $XDG_RUNTIME_DIR/gpushare/gpushare.sock when XDG_RUNTIME_DIR is set;

@@ -61,7 +61,7 @@ SIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_ve
 
 SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid*) {
   // The CUDA runtime's private tables end in an integrity check that no
-  // simulator can pass (see design.md): refuse, once loudly.
+  // simulator can pass (docs/design.md, the simulated GPU): refuse, once loudly.
   static int logged;
   if (__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED) == 0) {
     log_message(
