@@ -28,7 +28,7 @@ start_job mine GPUSHARE_JOB=mine GPUSHARE_QOS=opportunistic GPUSHARE_MEM_LIMIT=4
 run_as=("${as_user[@]}")
 start_job theirs GPUSHARE_JOB=theirs GPUSHARE_QOS=opportunistic GPUSHARE_MEM_LIMIT=4GiB
 run_as=()
-gpushare-ctl show theirs | jq -e --argjson uid "$uid" '.uid == $uid' >/dev/null ||
+show_has theirs '.uid == $uid' --argjson uid "$uid" ||
   fail "the job's uid is not the user's"
 
 record() { gpushare-ctl show "$1" | jq -c '[.mem_limit_bytes, .qos, .state, .name]'; }

@@ -8,7 +8,7 @@
 start_coordinator
 start_job train GPUSHARE_JOB=train GPUSHARE_COMPUTE=40%
 job_say train status | jq -e '.registered' >/dev/null
-gpushare-ctl show train | jq -e '.compute_cap_pct == 40' >/dev/null ||
+show_has train '.compute_cap_pct == 40' ||
   fail "the job's GPUSHARE_COMPUTE cap is not shown: $(gpushare-ctl show train)"
 
 for bad in 0% 101% -5% abc 30%% "" 1e3%; do
@@ -19,7 +19,7 @@ for bad in 0% 101% -5% abc 30%% "" 1e3%; do
   expect_grep "^gpushare-run: error: invalid compute share" "$scratch/err"
   [ ! -e "$scratch/ran" ] || fail "gpushare-run ran the command with compute=$bad"
 done
-gpushare-ctl show train | jq -e '.compute_cap_pct == 40' >/dev/null ||
+show_has train '.compute_cap_pct == 40' ||
   fail "a refused set changed the cap: $(gpushare-ctl show train)"
 
 # Good values, including the edges and lifting the cap.

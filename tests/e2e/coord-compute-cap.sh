@@ -32,7 +32,7 @@ gpushare-run --sim --name capped -p compute=20% -- "$workload" "${job[@]}" --dur
   --per-iteration >"$scratch/live.out" 2>"$scratch/live.err" &
 live=$!
 wait_for "the capped job to register" 5 grep -q '"iteration":3,' "$scratch/live.out"
-gpushare-ctl show capped | jq -e '.compute_cap_pct == 20' >/dev/null || fail "show lacks the cap"
+show_has capped '.compute_cap_pct == 20' || fail "show lacks the cap"
 wait_for "a second of iterations at 20%" 10 bash -c "[ \"\$(jq -rs '[.[] | select(.kind == \"workload-iteration\")] | (.[-1].t_ms - .[0].t_ms) >= 1000' '$scratch/live.out' 2>/dev/null)\" = true ]"
 expect_exit 0 gpushare-ctl set capped compute=60%
 wait "$live" || fail "the capped job failed: $(cat "$scratch/live.err")"

@@ -17,7 +17,7 @@ start_job wide GPUSHARE_JOB=wide GPUSHARE_MEM_LIMIT=3GiB -- --devices 2 --mem-to
 job_say wide alloc 1GiB 0 | jq -e '.ok' >/dev/null || fail "1 GiB on GPU 0 was refused"
 job_say wide alloc 2GiB 1 | jq -e '.ok' >/dev/null || fail "2 GiB on GPU 1 was refused"
 job_say wide alloc 2GiB 1 | jq -e '.ok == false' >/dev/null || fail "GPU 1 went past its 3 GiB"
-wait_for "telemetry" 5 sh -c "gpushare-ctl show wide | jq -e '.mem_used_bytes == $((3 * gib))'"
+wait_for "telemetry" 5 show_has wide ".mem_used_bytes == $((3 * gib))"
 
 expect_exit 0 gpushare-ctl show wide
 jq -e --argjson g "$gib" '

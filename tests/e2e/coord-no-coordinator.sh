@@ -23,8 +23,8 @@ start=$(now_ms)
 start_coordinator
 wait_for "the job to register" 2 listed "${job_pid[lonely]}"
 echo "job registered $(( $(now_ms) - start )) ms after the coordinator was started"
-gpushare-ctl show lonely | jq -e '.mem_limit_bytes == 1073741824 and .mem_used_bytes == 805306368' \
-  >/dev/null || fail "the coordinator does not show the job's limit and use"
+show_has lonely '.mem_limit_bytes == 1073741824 and .mem_used_bytes == 805306368' ||
+  fail "the coordinator does not show the job's limit and use"
 
 # A dead coordinator's socket is named as such.
 stop_coordinator KILL

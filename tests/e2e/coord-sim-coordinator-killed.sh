@@ -17,7 +17,7 @@ start=$(now_ms)
 start_coordinator
 wait_for "the job to register again" 2 listed "${job_pid[sim]}"
 echo "job registered again $(( $(now_ms) - start )) ms after the new coordinator started"
-gpushare-ctl show simjob | jq -e '.mem_limit_bytes == 1073741824' >/dev/null ||
+show_has simjob '.mem_limit_bytes == 1073741824' ||
   fail "the job's last limit did not survive the restart"
 stop_coordinator KILL
 

@@ -8,8 +8,7 @@ export GPUSHARE_SIM_MEMORY=8GiB
 
 start_coordinator
 start_held victim -- gpushare-run --sim --name victim -- "$gs_client" alloc 6GiB hold
-wait_for "the victim's memory in ls" 5 sh -c \
-  "gpushare-ctl show victim | jq -e '.mem_used_bytes >= 6442450944'"
+wait_for "the victim's memory in ls" 5 show_has victim ".mem_used_bytes >= 6442450944"
 
 disown "${job_pid[victim]}"
 start=$(now_ms)

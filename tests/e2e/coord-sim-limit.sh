@@ -10,9 +10,9 @@
 start_coordinator
 start_held sim -- gpushare-run --sim --name simjob --mem-limit 4GiB -- \
   "$gs_client" alloc 3GiB hold alloc 1GiB free
-wait_for "the job's 3 GiB in ls" 5 sh -c \
-  "gpushare-ctl show simjob | jq -e '.mem_used_bytes >= 3221225472 and .mem_limit_bytes == 4294967296'"
-gpushare-ctl show simjob | jq -e --argjson pid "${job_pid[sim]}" '.pid == $pid' >/dev/null ||
+wait_for "the job's 3 GiB in ls" 5 \
+  show_has simjob ".mem_used_bytes >= 3221225472 and .mem_limit_bytes == 4294967296"
+show_has simjob '.pid == $pid' --argjson pid "${job_pid[sim]}" ||
   fail "ls does not show the job's own pid"
 
 expect_exit 0 gpushare-ctl set simjob --mem-limit 2GiB

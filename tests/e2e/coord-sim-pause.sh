@@ -13,7 +13,7 @@ release sim
 if timeout 0.5 bash -c "until grep -q '^launch' '$scratch/job-sim.out'; do sleep 0.01; done"; then
   fail "a paused job launched: $(cat "$scratch/job-sim.out")"
 fi
-gpushare-ctl show simjob | jq -e '.state == "paused" and .mem_used_bytes >= 1073741824' >/dev/null ||
+show_has simjob '.state == "paused" and .mem_used_bytes >= 1073741824' ||
   fail "the paused job does not show as paused with its memory"
 expect_exit 0 gpushare-ctl resume simjob
 wait_for "the launches after resume" 5 grep -q '^launch count=20 result=0$' "$scratch/job-sim.out"

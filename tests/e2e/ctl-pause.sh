@@ -19,7 +19,7 @@ echo "launch 5" >&"${job_fd[train]}"
 if timeout 0.5 bash -c "until [ \$(wc -l <'$scratch/job-train.out') -gt $before ]; do sleep 0.01; done"; then
   fail "a paused job launched: $(tail -n 1 "$scratch/job-train.out")"
 fi
-gpushare-ctl show train | jq -e '.state == "paused" and .launches == 10' >/dev/null ||
+show_has train '.state == "paused" and .launches == 10' ||
   fail "ls does not show the job paused at 10 launches"
 
 # Resume releases the held launches at once.

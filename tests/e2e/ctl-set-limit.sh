@@ -23,8 +23,8 @@ jq -e '.ok == false and .error == "CUDA_ERROR_OUT_OF_MEMORY" and .mem_limit_byte
 # Nothing was taken away: the job still holds its 3 GiB, and ls says so.
 job_say train status | jq -e '.mem_used_bytes == 3221225472' >/dev/null ||
   fail "lowering the limit changed what the job holds"
-wait_for "telemetry to show 3 GiB" 2 sh -c \
-  "gpushare-ctl show train | jq -e '.mem_used_bytes == 3221225472 and .mem_limit_bytes == 1073741824'"
+wait_for "telemetry to show 3 GiB" 2 \
+  show_has train ".mem_used_bytes == 3221225472 and .mem_limit_bytes == 1073741824"
 
 # KEY=VALUE properties, as gpushare-run -p takes them; 50% of 16 GiB.
 expect_exit 0 gpushare-ctl set train mem-limit=50%

@@ -10,8 +10,7 @@
 start_coordinator
 start_held job -- gpushare-run --sim --name clampjob --mem-limit 2GiB -- \
   "$gs_client" alloc 956MiB hold nvml
-wait_for "the job's 956 MiB in ls" 5 sh -c \
-  "gpushare-ctl show clampjob | jq -e '.mem_used_bytes >= 1002438656'"
+wait_for "the job's 956 MiB in ls" 5 show_has clampjob ".mem_used_bytes >= 1002438656"
 expect_exit 0 gpushare-ctl set clampjob --mem-limit 512MiB
 release job
 { wait "${job_pid[job]}"; } || fail "the job failed: $(cat "$scratch/job-job.err")"

@@ -6,14 +6,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
-resident() {
-  gpushare-ctl show opp | jq -e ".mem_device_resident_bytes == $1 and .mem_host_resident_bytes == $2"
-}
 
 start_coordinator
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:768MiB ready:"$s/prod-full" \
@@ -27,10 +21,10 @@ opp=$!
 wait_for "the opportunistic allocation" 10 test -e "$s/opp-full"
 [ "$(field "$s/opp.out" managed-stats device_bytes 1)" = 0 ] ||
   fail "an allocation the device could not hold is on it: $(cat "$s/opp.out")"
-wait_for "ls to show it on the host" 5 resident 0 $((512 * MiB))
+wait_for "ls to show it on the host" 5 resident opp 0 $((512 * MiB))
 touch "$s/prod-go"
 wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
-wait_for "it on the device once the production job left" 10 resident $((512 * MiB)) 0
+wait_for "it on the device once the production job left" 10 resident opp $((512 * MiB)) 0
 touch "$s/restored"
 wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out" "$s/opp.err")"
 [ "$(field "$s/opp.out" managed-stats device_bytes 2)" = $((512 * MiB)) ] ||

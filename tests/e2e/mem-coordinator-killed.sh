@@ -10,29 +10,11 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_PCIE_GBPS=1
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
-# sim_bytes PID: the device memory the simulator counts for PID (NVML).
-sim_bytes() {
-  "$c" nvml | jq -e "[.processes[] | select(.pid == $1) | .used_bytes] | add // 0"
-}
-# spilling PID: the simulator has begun to move PID's memory to the host
-# (residency changes when a migration starts; the transfer takes 0.5 s).
-spilling() { [ "$(sim_bytes "$1")" -lt $((768 * MiB)) ]; }
-# restored PID: ls and the simulator both have all of PID's 768 MiB on the
-# device (ls alone could still show it there while a spill is under way).
-restored() {
-  gpushare-ctl show opp |
-    jq -e ".mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))" &&
-    [ "$(sim_bytes "$1")" -eq $((768 * MiB)) ]
-}
 
-"$c" init ctx info >"$s/before.out" || fail "the first client: $(cat "$s/before.out")"
-baseline=$(field "$s/before.out" info free_bytes)
+baseline=$(free_bytes before)
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
   alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/prod-done" check:7 \
@@ -43,7 +25,7 @@ wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
 gpushare-run --sim --no-coordinator --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 \
   ready:"$s/prod-done" wait:"$s/prod-go" check:5 >"$s/prod.out" 2>"$s/prod.err" &
 prod=$!
-wait_for "the opportunistic job's spill under way" 10 spilling "$opp"
+wait_for "the opportunistic job's spill under way" 10 spilling "$opp" $((768 * MiB))
 stop_coordinator KILL
 wait_for "the production allocation" 10 test -e "$s/prod-done"
 [ "$(field "$s/prod.out" alloc result)" = CUDA_SUCCESS ] || fail "production: $(cat "$s/prod.out")"
@@ -54,11 +36,9 @@ wait_for "both jobs registered again" 20 sh -c \
   "gpushare-ctl show opp && gpushare-ctl show prod"
 touch "$s/prod-go"
 wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
-wait_for "the opportunistic job's memory back on the device" 10 restored "$opp"
+wait_for "the opportunistic job's memory back on the device" 10 restored opp "$opp" $((768 * MiB))
 touch "$s/restored"
 wait "$opp" || fail "the opportunistic job lost data or failed: $(cat "$s/opp.out" "$s/opp.err")"
 [ "$(field "$s/opp.out" managed-stats device_bytes)" = $((768 * MiB)) ] ||
   fail "the simulator does not have its memory on the device: $(cat "$s/opp.out")"
-"$c" init ctx info >"$s/after.out" || fail "the last client: $(cat "$s/after.out")"
-[ "$(field "$s/after.out" info free_bytes)" = "$baseline" ] ||
-  fail "device memory leaked: $baseline free before, now $(cat "$s/after.out")"
+expect_free "$baseline"

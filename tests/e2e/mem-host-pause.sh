@@ -11,16 +11,15 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 w="$libexec/gpushare-workload"
-s=$scratch
-MiB=1048576
 show() { gpushare-ctl show "$1" | jq -r "$2"; }
 launches() { show "$1" .launches; }
 # advanced JOB FROM BY: JOB's launch count reached FROM + BY.
 advanced() { [ "$(launches "$1")" -ge $(($2 + $3)) ]; }
-reasons_are() { gpushare-ctl show opp | jq -e --argjson r "$1" '.pause_reasons == $r' >/dev/null; }
-state_is() { gpushare-ctl show opp | jq -e --arg s "$1" '.state == $s' >/dev/null; }
+reasons_are() { show_has opp '.pause_reasons == $r' --argjson r "$1"; }
+state_is() { show_has opp '.state == $s' --arg s "$1"; }
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$w" --duration 300 --mem 768MiB --chunks 3 --verify 16MiB \
@@ -41,7 +40,7 @@ stop_production() {  # NAME
 
 # 1. Paused while production runs on the device it spilled for.
 start_production prod1
-wait_for "the spill" 20 sh -c "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes >= $((512 * MiB))'"
+wait_for "the spill" 20 show_has opp ".mem_host_resident_bytes >= $((512 * MiB))"
 wait_for "the coordinator's pause" 10 reasons_are '["memory"]'
 state_is paused || fail "not paused: $(gpushare-ctl show opp)"
 expect_exit 0 gpushare-ctl ls --format table
@@ -65,12 +64,12 @@ stop_production prod1
 wait_for "the automatic resume" 10 state_is running
 held=$(launches opp)
 wait_for "launches after the resume" 20 advanced opp "$held" 10
-wait_for "its memory back" 20 sh -c "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0'"
+wait_for "its memory back" 20 show_has opp ".mem_host_resident_bytes == 0"
 
 # 3. An operator's pause taken while the automatic one holds survives the
 # automatic resume.
 start_production prod2
-wait_for "the second spill" 20 sh -c "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes >= $((512 * MiB))'"
+wait_for "the second spill" 20 show_has opp ".mem_host_resident_bytes >= $((512 * MiB))"
 wait_for "the coordinator's second pause" 10 reasons_are '["memory"]'
 expect_exit 0 gpushare-ctl pause opp
 reasons_are '["operator","memory"]' || fail "both reasons: $(gpushare-ctl show opp)"

@@ -7,10 +7,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \

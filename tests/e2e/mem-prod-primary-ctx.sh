@@ -11,11 +11,9 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=128MiB
-c="$libexec/tests/gpushare-cuda-client"
 w="$libexec/gpushare-workload"
-s=$scratch
-MiB=1048576
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:832MiB fill:7 \

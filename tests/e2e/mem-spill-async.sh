@@ -11,11 +11,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx stream alloc:async:256MiB fill:3 \
@@ -27,8 +24,8 @@ opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
 [ "$(field "$s/opp.out" managed-stats managed_bytes 1)" = $((768 * MiB)) ] ||
   fail "async and pool allocations are not managed memory: $(cat "$s/opp.out")"
-wait_for "its 768 MiB on the device in ls" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its 768 MiB on the device in ls" 5 \
+  show_has opp ".mem_device_resident_bytes == $((768 * MiB))"
 
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:896MiB fill:5 \
   ready:"$s/prod-done" wait:"$s/opp-checked" check:5 >"$s/prod.out" 2>"$s/prod.err" &
@@ -42,8 +39,8 @@ wait_for "node to show the spill" 5 sh -c "gpushare-ctl node | jq -se '
   (.[-1] | .jobs == 2 and .mem_host_resident_bytes == $((768 * MiB)))'"
 touch "$s/node-seen"
 wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
-wait_for "its memory back on the device" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its memory back on the device" 5 \
+  show_has opp ".mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))"
 touch "$s/restored"
 wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out" "$s/opp.err")"
 [ "$(field "$s/opp.out" managed-stats device_bytes 2)" = 0 ] ||

@@ -10,11 +10,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator --memory-tick 1h
 # Four allocations, so that the spill is a batch of several.
@@ -24,8 +21,8 @@ GPUSHARE_LOG=info gpushare-run --sim --opportunistic --name opp -- "$c" init ctx
   wait:"$s/restored" managed-stats check:7 >"$s/opp.out" 2>"$s/opp.err" &
 opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
-wait_for "its 768 MiB on the device in ls" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its 768 MiB on the device in ls" 5 \
+  show_has opp ".mem_device_resident_bytes == $((768 * MiB))"
 
 # Spilled for a production job that then frees its memory and stays: the
 # free tells the coordinator, and the memory comes back while it lives.
@@ -38,8 +35,8 @@ wait_for "the production job's free" 10 test -e "$s/freed"
 ms=$(field "$s/prod.out" alloc wall_ms)
 jq -ne "$ms < 1000" >/dev/null || fail "the production allocation took $ms ms"
 grep -q "spilled [1-9][0-9]* allocations" "$s/opp.err" || fail "no spill logged: $(cat "$s/opp.err")"
-wait_for "its memory back on the device after the free, without a tick" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0'"
+wait_for "its memory back on the device after the free, without a tick" 5 \
+  show_has opp ".mem_host_resident_bytes == 0"
 touch "$s/back"
 wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.err")"
 
@@ -51,8 +48,8 @@ touch "$s/prod-done"
   fail "the second production allocation: $(cat "$s/prod2.out")"
 [ "$(grep -c "spilled [1-9][0-9]* allocations" "$s/opp.err")" -ge 2 ] ||
   fail "no second spill logged: $(cat "$s/opp.err")"
-wait_for "its memory back on the device after the exit, without a tick" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its memory back on the device after the exit, without a tick" 5 \
+  show_has opp ".mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))"
 touch "$s/restored"
 wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out" "$s/opp.err")"
 [ "$(field "$s/opp.out" managed-stats device_bytes)" = $((768 * MiB)) ] ||

@@ -10,11 +10,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
@@ -23,15 +20,15 @@ gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256Mi
   >"$s/opp.out" 2>"$s/opp.err" &
 opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
-wait_for "its 768 MiB on the device in ls" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its 768 MiB on the device in ls" 5 \
+  show_has opp ".mem_device_resident_bytes == $((768 * MiB))"
 
 # Over its own limit: refused at once, nothing spilled for it.
 gpushare-run --sim --name greedy --mem-limit 512MiB -- "$c" init ctx ?alloc:plain:640MiB \
   >"$s/greedy.out" 2>&1 || fail "the greedy job failed: $(cat "$s/greedy.out")"
 [ "$(field "$s/greedy.out" alloc result)" = CUDA_ERROR_OUT_OF_MEMORY ] ||
   fail "a production job over its own limit: $(cat "$s/greedy.out")"
-gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0' >/dev/null ||
+show_has opp '.mem_host_resident_bytes == 0' ||
   fail "a refused allocation spilled opportunistic memory: $(gpushare-ctl show opp)"
 
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 info \
@@ -41,8 +38,8 @@ wait "$prod" || fail "the production job failed: $(cat "$s/prod.out" "$s/prod.er
 ms=$(field "$s/prod.out" alloc wall_ms)
 [ "$(field "$s/prod.out" info free_bytes)" -le $((128 * MiB)) ] ||
   fail "the production job's view: $(cat "$s/prod.out")"
-wait_for "its memory back on the device" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))'"
+wait_for "its memory back on the device" 5 \
+  show_has opp ".mem_host_resident_bytes == 0 and .mem_device_resident_bytes == $((768 * MiB))"
 touch "$s/restored"
 wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out" "$s/opp.err")"
 

@@ -14,12 +14,10 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_PCIE_GBPS=200 GPUSHARE_SIM_LATENCY_US=5
-c="$libexec/tests/gpushare-cuda-client"
 w="$libexec/gpushare-workload"
-s=$scratch
-MiB=1048576
 cycles=${GPUSHARE_STRESS_CYCLES:-100}
 
 start_coordinator
@@ -29,11 +27,6 @@ for j in 1 2; do
     --stop-file "$s/stop" --per-iteration --label "opp$j" >"$s/opp$j.out" 2>"$s/opp$j.err" &
   opp_pid[j]=$!
 done
-# resident JOB DEVICE HOST: ls shows JOB's bytes where they are.
-resident() {
-  gpushare-ctl show "$1" |
-    jq -e ".mem_device_resident_bytes == $2 and .mem_host_resident_bytes == $3" >/dev/null
-}
 both() { resident opp1 "$@" && resident opp2 "$@"; }
 iterations() { grep -c '"workload-iteration"' "$s/$1.out" || true; }
 wait_for "both opportunistic jobs on the device" 20 both $((256 * MiB)) 0

@@ -21,12 +21,12 @@ before=$(record)
 expect_exit 1 "${as_user[@]}" gpushare-ctl suspend mine
 expect_grep "not allowed|permission|denied" "$scratch/err"
 [ "$(record)" = "$before" ] || fail "another user's suspend changed the job: $(record)"
-gpushare-ctl show mine | jq -e '.state == "running"' >/dev/null || fail "$(record)"
+show_has mine '.state == "running"' || fail "$(record)"
 
 # The owner (root here) may: a fake job holds no memory, so it is
 # suspended at once, and another user may not resume it either.
 expect_exit 0 gpushare-ctl suspend --no-wait mine
 expect_exit 1 "${as_user[@]}" gpushare-ctl resume mine
 expect_grep "not allowed|permission|denied" "$scratch/err"
-gpushare-ctl show mine | jq -e '.state == "suspending" or .state == "suspended"' >/dev/null ||
+show_has mine '.state == "suspending" or .state == "suspended"' ||
   fail "another user's resume changed the job: $(gpushare-ctl show mine)"

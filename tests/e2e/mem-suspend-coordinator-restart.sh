@@ -10,12 +10,9 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_PCIE_GBPS=0.25
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --suspendable --name mover -- "$c" init ctx kernel:spin \
@@ -40,8 +37,8 @@ jq -e ".state == \"resuming\" and .mem_used_bytes >= $((768 * MiB))" "$s/first.j
 wait_for "the job's launches and check" 30 test -e "$s/checked"
 [ "$(field "$s/mover.out" check result)" = CUDA_SUCCESS ] || fail "the job's data: $(cat "$s/mover.out")"
 [ "$(field "$s/mover.out" launch result)" = CUDA_SUCCESS ] || fail "its launches: $(cat "$s/mover.out")"
-wait_for "the job running under the new coordinator" 10 sh -c \
-  "gpushare-ctl show mover | jq -e '.state == \"running\" and .mem_host_resident_bytes == 0'"
+wait_for "the job running under the new coordinator" 10 \
+  show_has mover ".state == \"running\" and .mem_host_resident_bytes == 0"
 touch "$s/exit"
 wait "$mover" || fail "the job failed: $(cat "$s/mover.out")"
 
@@ -55,8 +52,8 @@ half=$!
 wait_for "the second job's 768 MiB" 10 test -e "$s/half-full"
 wait_for "the second job registered" 5 gpushare-ctl show half
 gpushare-ctl suspend --no-wait half >/dev/null
-wait_for "the second job half suspended" 10 sh -c \
-  "gpushare-ctl show half | jq -e '.state == \"suspending\" and .mem_suspended_bytes > 0'"
+wait_for "the second job half suspended" 10 \
+  show_has half ".state == \"suspending\" and .mem_suspended_bytes > 0"
 stop_coordinator KILL
 start_coordinator
 wait_for "the second job registered with the new coordinator" 10 gpushare-ctl show half
@@ -66,7 +63,7 @@ jq -e '.state == "resuming"' "$s/half-first.json" >/dev/null ||
 touch "$s/half-go"
 wait_for "the second job's check" 30 test -e "$s/half-checked"
 [ "$(field "$s/half.out" check result)" = CUDA_SUCCESS ] || fail "half-way: $(cat "$s/half.out")"
-wait_for "the second job running" 10 sh -c \
-  "gpushare-ctl show half | jq -e '.state == \"running\" and .mem_host_resident_bytes == 0'"
+wait_for "the second job running" 10 \
+  show_has half ".state == \"running\" and .mem_host_resident_bytes == 0"
 touch "$s/half-exit"
 wait "$half" || fail "the second job failed: $(cat "$s/half.out")"

@@ -9,12 +9,9 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_PCIE_GBPS=0.25
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 nvml_empty() {
   local used
   used=$(GPUSHARE_DISABLE=1 gpushare-run --sim -- "$c" nvml |
@@ -32,8 +29,8 @@ wait_for "the victim registered" 5 gpushare-ctl show victim
 gpushare-ctl suspend --no-wait victim >/dev/null
 # Mid-suspend: an allocation moved, the last not yet (a tick moves 250 ms
 # worth; one allocation takes about 1.07 s on this link).
-wait_for "the victim half suspended" 10 sh -c \
-  "gpushare-ctl show victim | jq -e '.state == \"suspending\" and .mem_suspended_bytes > 0'"
+wait_for "the victim half suspended" 10 \
+  show_has victim ".state == \"suspending\" and .mem_suspended_bytes > 0"
 kill -KILL "$victim"
 wait "$victim" 2>/dev/null || true
 wait_for "the victim's device memory freed" 10 nvml_empty
@@ -56,7 +53,7 @@ wait_for "the orphan's data checked" 20 test -e "$s/orphan-checked"
 # is not among the decisions it restores.
 start_coordinator
 wait_for "the orphan registered again" 10 gpushare-ctl show orphan
-gpushare-ctl show orphan | jq -e '.state == "running"' >/dev/null ||
+show_has orphan '.state == "running"' ||
   fail "after the coordinator's restart: $(gpushare-ctl show orphan)"
 touch "$s/orphan-exit"
 wait "$orphan" || fail "the orphan failed after the coordinator died: $(cat "$s/orphan.out")"

@@ -9,11 +9,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:512MiB fill:5 \
@@ -39,8 +36,8 @@ jq -e '.state == "running"' "$s/resume.json" >/dev/null || fail "after resume: $
 # Resume brings managed memory back as far as the arbiter's target allows at
 # that moment (it may not yet have seen the production job leave); the rest
 # follows once it has.
-wait_for "its memory back on the device" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((512 * MiB)) and .mem_host_resident_bytes == 0'"
+wait_for "its memory back on the device" 5 \
+  show_has opp ".mem_device_resident_bytes == $((512 * MiB)) and .mem_host_resident_bytes == 0"
 touch "$s/resumed"
 wait "$opp" || fail "the opportunistic job failed: $(cat "$s/opp.out" "$s/opp.err")"
 [ "$(field "$s/opp.out" managed-stats device_bytes 2)" = $((512 * MiB)) ] ||

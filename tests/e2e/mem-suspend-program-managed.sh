@@ -8,18 +8,17 @@
 # only then; resumed, it comes back and the workload's checksums verify it.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 # The sizes below assume a 256 MiB context (the default is the H100's 524 MiB).
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 w="$libexec/gpushare-workload"
-s=$scratch
-MiB=1048576
 
 start_coordinator
 gpushare-run --sim --opportunistic --suspendable --name train -- "$w" --mem 512MiB \
   --alloc managed --duration 8 >"$s/train.out" 2>&1 &
 train=$!
-wait_for "the workload registered with its working set" 10 sh -c \
-  "gpushare-ctl show train | jq -e '.launches > 0 and .mem_device_resident_bytes >= $((512 * MiB))'"
+wait_for "the workload registered with its working set" 10 \
+  show_has train ".launches > 0 and .mem_device_resident_bytes >= $((512 * MiB))"
 gpushare-ctl show train >"$s/show.json"
 jq -e ".mem_device_resident_bytes == $((512 * MiB)) and .mem_host_resident_bytes == 0" \
   "$s/show.json" >/dev/null || fail "show does not count the program's managed memory: $(cat "$s/show.json")"

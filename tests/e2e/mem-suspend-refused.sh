@@ -7,9 +7,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
 
 start_coordinator
 expect_exit 1 gpushare-ctl suspend no-such-job
@@ -31,15 +30,15 @@ wait_for "the plain job's blockers" 5 sh -c "! gpushare-ctl suspend --no-wait pl
 expect_exit 1 gpushare-ctl suspend plain
 expect_grep "job [0-9]* 'plain' cannot be suspended: it holds plain device memory not allocated suspendable" \
   "$scratch/err"
-gpushare-ctl show plain | jq -e '.state == "running" and .mem_suspended_bytes == null' \
-  >/dev/null || fail "a refused suspend changed the job: $(gpushare-ctl show plain)"
+show_has plain '.state == "running" and .mem_suspended_bytes == null' ||
+  fail "a refused suspend changed the job: $(gpushare-ctl show plain)"
 
 wait_for "the array job's blockers" 5 sh -c \
   "gpushare-ctl suspend --no-wait arrays 2>&1 | grep -q 'VMM API\$'"
 expect_exit 1 gpushare-ctl suspend arrays
 expect_grep "cannot be suspended: it holds CUDA arrays, memory the program maps itself with the VMM API\$" \
   "$scratch/err"
-gpushare-ctl show arrays | jq -e '.state == "running"' >/dev/null ||
+show_has arrays '.state == "running"' ||
   fail "a refused suspend changed the job: $(gpushare-ctl show arrays)"
 
 # Stream-ordered memory stays in its pool on the device.

@@ -7,16 +7,16 @@
 # the host and back. Both are checked twice (two suspend/resume cycles).
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 w="$libexec/gpushare-workload"
-s=$scratch
 
 start_coordinator
 gpushare-run --sim --suspendable --name train -- "$w" --mem 512MiB --duration 6 \
   >"$s/train.out" 2>&1 &
 train=$!
-wait_for "the workload registered with its working set" 10 sh -c \
-  "gpushare-ctl show train | jq -e '.mem_used_bytes >= 805306368 and .launches > 0'"
+wait_for "the workload registered with its working set" 10 \
+  show_has train ".mem_used_bytes >= 805306368 and .launches > 0"
 for cycle in 1 2; do
   gpushare-ctl suspend train >"$s/suspend.json" || fail "suspend $cycle: $(cat "$s/suspend.json")"
   jq -e '.state == "suspended" and .mem_host_resident_bytes == 536870912' "$s/suspend.json" \

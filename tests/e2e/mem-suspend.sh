@@ -10,11 +10,8 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 start_coordinator
 gpushare-run --sim --suspendable --name susp -- "$c" init ctx kernel:spin \
@@ -48,11 +45,11 @@ gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:512Mi
   ready:"$s/opp" wait:"$s/opp-go" >"$s/opp.out" 2>&1 &
 opp=$!
 wait_for "the opportunistic job's allocation" 10 test -e "$s/opp"
-wait_for "its memory on the device in show" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((512 * MiB))'"
+wait_for "its memory on the device in show" 5 \
+  show_has opp ".mem_device_resident_bytes == $((512 * MiB))"
 deadline=$(( $(now_ms) + 500 ))
 while [ "$(now_ms)" -lt "$deadline" ]; do
-  gpushare-ctl show opp | jq -e '.devices[0].device_resident_target == null' >/dev/null ||
+  show_has opp '.devices[0].device_resident_target == null' ||
     fail "the suspended job's memory counted on the device: $(gpushare-ctl show opp)"
 done
 touch "$s/opp-go"
@@ -81,8 +78,8 @@ wait_for "the late job registered" 5 gpushare-ctl show late
 gpushare-ctl suspend late >/dev/null || fail "suspend of the late job"
 touch "$s/late-suspended"
 wait_for "the late job at its second allocation" 10 test -e "$s/late-allocating"
-gpushare-ctl show late | jq -e ".mem_used_bytes == $((64 * MiB)) and .state == \"suspended\"" \
-  >/dev/null || fail "a suspended job allocated: $(gpushare-ctl show late)"
+show_has late ".mem_used_bytes == $((64 * MiB)) and .state == \"suspended\"" ||
+  fail "a suspended job allocated: $(gpushare-ctl show late)"
 [ "$(jq -s 'map(select(.step == "alloc")) | length' "$s/late.out")" = 1 ] ||
   fail "a suspended job's allocation returned: $(cat "$s/late.out")"
 gpushare-ctl resume late >"$s/late-resume.json" 2>&1 || fail "resume of the late job: $(cat "$s/late-resume.json")"

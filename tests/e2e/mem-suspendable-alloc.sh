@@ -7,10 +7,8 @@
 # memory would otherwise outlive its context in the driver).
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
+. "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
 
 gpushare-run --sim --no-coordinator --suspendable --mem-limit 4MiB -- "$c" init ctx \
   alloc:plain:1MiB fill:1 check:1 alloc:pitch:1MiB ?alloc:plain:1MiB >"$s/limit.out" 2>&1 ||

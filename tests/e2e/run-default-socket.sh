@@ -23,8 +23,8 @@ started=$(pgrep -f -- "--socket $socket serve")
 
 # One running: used, not started again; the job registers with it.
 start_held j -- gpushare-run --sim --name by-default --mem-limit 1GiB "$gs_client" alloc 1MiB hold
-wait_for "the job to register" 10 sh -c \
-  "GPUSHARE_SOCKET='$socket' gpushare-ctl show by-default | jq -e '.mem_limit_bytes == 1073741824'"
+# (show_has asks the default socket, $socket: GPUSHARE_SOCKET is unset.)
+wait_for "the job to register" 10 show_has by-default '.mem_limit_bytes == 1073741824'
 [ "$(pgrep -f -c -- "--socket $socket serve")" = 1 ] || fail "a second coordinator was started"
 release j
 wait "${job_pid[j]}" || fail "the job failed: $(cat "$scratch/job-j.err")"

@@ -11,14 +11,11 @@
 #     process's prefetch.
 # Processes meet through files (ready:FILE, wait:FILE), never sleeps.
 . "$(dirname "$0")/common.inc"
+. "$e2e_dir/mem.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
-# field FILE STEP FIELD [N]: FIELD of the Nth STEP line of FILE.
-field() { jq -r "select(.step==\"$2\") | .$3" "$1" | sed -n "${4:-1}p"; }
-MiB=1048576
-s=$scratch
 
 # --- Spill and restore by prefetch, with eviction off: only the owner's
 # prefetch makes room.
