@@ -74,7 +74,17 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
   } else if (job.resuming || state.any_away) {
     view->state = "resuming";
   }
-  // Suspended bytes per job device, summed over the processes using it.
+  // A running job moving its managed memory (layout 6): its memory worker
+  // beats on, so it is never stale for it; shown as spilling or restoring.
+  std::uint64_t migration = kMigrationNone;
+  for (const Process* process : processes) {
+    std::uint64_t m = process->block->telemetry().migration.load(std::memory_order_acquire);
+    if (migration == kMigrationNone) migration = m;
+  }
+  if (view->state == "running" && migration == kMigrationToHost) view->state = "spilling";
+  if (view->state == "running" && migration == kMigrationToDevice) view->state = "restoring";
+  // Suspended, migrating and evicted bytes per job device, summed over the
+  // processes using it.
   for (std::size_t d = 0; d < view->devices.size(); ++d) {
     JobDeviceView& device = view->devices[d];
     for (const Process* process : processes) {
@@ -84,6 +94,10 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
         std::uint64_t bytes = telemetry.suspended_bytes[i].load(std::memory_order_relaxed);
         device.suspended_bytes = saturating_add(device.suspended_bytes, bytes);
         device.host_resident_bytes = saturating_add(device.host_resident_bytes, bytes);
+        device.migrating_bytes = saturating_add(
+            device.migrating_bytes, telemetry.migrating_bytes[i].load(std::memory_order_relaxed));
+        device.evicted_bytes = saturating_add(
+            device.evicted_bytes, telemetry.evicted_bytes[i].load(std::memory_order_relaxed));
       }
     }
   }
