@@ -96,7 +96,7 @@ else:
              "--duration", "600"] for batch in ("32", "128")]
 ctx.progress("gpushare-probe interference on the resnet pair")
 code, out, err = ctx.run([ctx.bin("gpushare-probe"), "interference"] + sim +
-                         ["--duration", "3s" if ctx.sim else "8s"] +
+                         ["--duration", "3s" if ctx.sim else "5s"] +
                          [word for words in pair for word in ("--job", shlex.join(words))],
                          env=env, timeout=WAIT_S)
 records = gpucheck.json_records(out)

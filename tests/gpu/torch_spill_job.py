@@ -4,7 +4,7 @@
   torch_spill_job.py opportunistic BYTES READY STOP
   torch_spill_job.py production BYTES ALLOCATED GO
   torch_spill_job.py link BYTES
-  torch_spill_job.py train BYTES READY -   (check_suspend.py: see train())
+  torch_spill_job.py train BYTES READY STOP   (check_suspend.py: see train())
 
 opportunistic: holds BYTES of int32 (x[i] = i mod 65521), computes on all of
 it (x += 1, again and again) from the moment it has created READY until STOP
@@ -27,7 +27,8 @@ import os
 import sys
 import time
 
-import torch
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic losses (train)
+import torch  # noqa: E402 (after the cuBLAS setting, which it reads at load)
 
 PATTERN = 65521
 CHUNK = 16 << 20  # elements per chunk: what the pattern's check holds at a time
@@ -110,15 +111,18 @@ def production(size, allocated, go):
 def train(size, ready, stop):
     """A small deterministic training job for check_suspend.py: BYTES of
     int32 pattern beside an MLP trained on fixed data (seed 0) for a fixed
-    number of steps. READY (with the tensors' addresses) once the first
-    steps ran; the steps after it may be held by a suspend; STOP is not
-    waited for: the job trains its steps and ends. The losses of every step
-    are reported, to compare with a run that was never suspended."""
+    number of steps (600), and on until STOP exists ("-": no more). READY
+    (with the tensors' addresses) once the first 100 steps ran; the steps
+    after it may be held by a suspend. The losses of every step are
+    reported: the first 600 compare with a run that was never suspended."""
     torch.manual_seed(0)
     torch.backends.cudnn.deterministic = True
     torch.backends.cuda.matmul.allow_tf32 = False
     elements = size // 4
-    data = (torch.arange(elements, device="cuda") % PATTERN).to(torch.int32)
+    data = torch.empty(elements, dtype=torch.int32, device="cuda")
+    for start in range(0, elements, CHUNK):  # in chunks: no temporary of the whole size
+        end = min(start + CHUNK, elements)
+        data[start:end] = (torch.arange(start, end, device="cuda") % PATTERN).to(torch.int32)
     model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
                                 torch.nn.Linear(2048, 10)).cuda()
     optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -127,7 +131,8 @@ def train(size, ready, stop):
     addresses = {"data": data.data_ptr(), "weight": model[0].weight.data_ptr()}
     losses = []
     steps, announce_at = 600, 100
-    for step in range(steps):
+    step = 0
+    while step < steps or (stop != "-" and not os.path.exists(stop)):
         optimiser.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(inputs), labels)
         loss.backward()
@@ -137,6 +142,7 @@ def train(size, ready, stop):
             with open(ready + ".tmp", "w") as out:
                 json.dump(addresses, out)
             os.rename(ready + ".tmp", ready)
+        step += 1
     synchronize()
     intact = all(torch.equal(data[start:min(start + CHUNK, elements)],
                              (torch.arange(start, min(start + CHUNK, elements), device="cuda")
