@@ -23,7 +23,7 @@ gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256Mi
 opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
 wait_for "its 768 MiB on the device in show" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
+  "gpushare-ctl show opp | jq -se '.[0] | .mem_device_resident_bytes == $((768 * MiB))'"
 
 # Outside gpushare: the simulated driver alone, on the same state file.
 LD_LIBRARY_PATH="$libexec/sim" "$c" init ctx alloc:plain:512MiB ready:"$s/plain-in" \
@@ -31,9 +31,9 @@ LD_LIBRARY_PATH="$libexec/sim" "$c" init ctx alloc:plain:512MiB ready:"$s/plain-
 plain=$!
 wait_for "the outside allocation" 10 test -e "$s/plain-in"
 wait_for "the evicted 256 MiB host-resident in show" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_host_resident_bytes == $((256 * MiB)) and
+  "gpushare-ctl show opp | jq -se '.[0] | .mem_host_resident_bytes == $((256 * MiB)) and
      .mem_device_resident_bytes == $((512 * MiB)) and .mem_evicted_bytes == $((256 * MiB))'"
-gpushare-ctl ls | jq -e "select(.name == \"opp\") | .mem_host_resident_bytes == $((256 * MiB))" \
+gpushare-ctl ls | jq -se "map(select(.name == \"opp\"))[0] | .mem_host_resident_bytes == $((256 * MiB))" \
   >/dev/null || fail "ls: $(gpushare-ctl ls)"
 gpushare-ctl node | jq -se "map(select(.kind == \"device\"))[0].opportunistic.mem_host_resident_bytes
   == $((256 * MiB))" >/dev/null || fail "node: $(gpushare-ctl node)"

@@ -24,7 +24,7 @@ gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256Mi
 opp=$!
 wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
 wait_for "its 768 MiB on the device in show" 5 sh -c \
-  "gpushare-ctl show opp | jq -e '.mem_device_resident_bytes == $((768 * MiB))'"
+  "gpushare-ctl show opp | jq -se '.[0] | .mem_device_resident_bytes == $((768 * MiB))'"
 
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 check:5 \
   >"$s/prod.out" 2>"$s/prod.err" &
@@ -34,7 +34,7 @@ deadline=$(( $(now_ms) + 30000 ))
 : >"$s/samples"
 while :; do
   gpushare-ctl show opp >>"$s/samples" || fail "show failed while spilling"
-  tail -n 1 "$s/samples" | jq -e ".state == \"running\" and
+  tail -n 1 "$s/samples" | jq -se ".[0] | .state == \"running\" and
     .mem_host_resident_bytes == $((512 * MiB))" >/dev/null && break
   [ "$(now_ms)" -lt "$deadline" ] || fail "the spill did not end in 30 s: $(tail -n 3 "$s/samples")"
 done
