@@ -34,8 +34,11 @@ RangeAttribute range_attribute() {
   return g_range_attribute;
 }
 
-// Where the driver says the program sent `key` (its last prefetch, else its
-// preferred location); false when it cannot say.
+// Where the driver says the program last prefetched `key`; false when it
+// cannot say or the program never prefetched all of it. The preferred
+// location is no evidence: advice moves nothing by itself, and pages the
+// program advised away that did leave show in NVML's figure
+// (read_evictions).
 bool program_location(std::uint64_t key, const AllocationRecord& record, bool* on_host) {
   RangeAttribute query = range_attribute();
   RealDriver& real = g_runtime.real;
@@ -43,15 +46,13 @@ bool program_location(std::uint64_t key, const AllocationRecord& record, bool* o
       real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(record.context)) != CUDA_SUCCESS) {
     return false;
   }
-  int last = CU_DEVICE_INVALID, preferred = CU_DEVICE_INVALID;
-  CUdeviceptr pointer = static_cast<CUdeviceptr>(key);
-  bool ok = query(&last, sizeof last, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, pointer,
-                  record.bytes) == CUDA_SUCCESS &&
-            query(&preferred, sizeof preferred, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, pointer,
-                  record.bytes) == CUDA_SUCCESS;
-  if (!ok) return false;
-  int where = last != CU_DEVICE_INVALID ? last : preferred;
-  *on_host = where == CU_DEVICE_CPU;
+  int last = CU_DEVICE_INVALID;
+  if (query(&last, sizeof last, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+            static_cast<CUdeviceptr>(key), record.bytes) != CUDA_SUCCESS ||
+      last == CU_DEVICE_INVALID) {
+    return false;
+  }
+  *on_host = last == CU_DEVICE_CPU;
   return true;
 }
 

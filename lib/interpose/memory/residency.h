@@ -7,11 +7,12 @@
 //   the program itself: a production job's own cuMemAllocManaged memory
 //     (or an opportunistic job's with the spill off) is counted (device- or host-resident, so that ls shows it and a suspend
 //     can move it), and the program may advise or prefetch it anywhere. For
-//     these allocations the refresh reads the driver's range attributes
-//     (cuMemRangeGetAttribute: CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
-//     else CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION) and counts each where
-//     the program last sent it, or where it prefers to be; with neither,
-//     on its device (where a kernel's touch brings it).
+//     these allocations the refresh reads the driver's range attribute
+//     CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION and counts each where
+//     the program last prefetched it; never prefetched, on its device
+//     (where a kernel's touch brings it). The preferred location is no
+//     evidence (advice moves nothing by itself); pages that did leave show
+//     in NVML's figure, below.
 //
 //   the driver: when another allocation needs room, the driver's
 //     unified-memory layer evicts managed pages to the host by itself (even
