@@ -85,6 +85,11 @@ enum ManagedFlag : std::uint32_t {
   kManagedPreferHost = 2,    ///< ... on the host
   kManagedAccessedBy = 4,    ///< CU_MEM_ADVISE_SET_ACCESSED_BY
   kManagedReadMostly = 8,    ///< CU_MEM_ADVISE_SET_READ_MOSTLY
+  /// The last explicit cuMemPrefetchAsync of the whole record went to the
+  /// device / to the host (CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+  /// what was asked, not where the bytes are; an eviction changes neither).
+  kManagedPrefetchedDevice = 16,
+  kManagedPrefetchedHost = 32,
 };
 
 struct ManagedRecord {

@@ -18,7 +18,14 @@ left. Run three ways:
   4. with PyTorch, the host link's speed (pinned copies of up to 4 GiB each
      way, best of three, without gpushare): the spill must run at >= 0.7 of
      the device-to-host speed, counted over production's whole wait (its
-     allocation's time), or the check fails "below target".
+     allocation's time), or the check fails "below target". The migrations'
+     own rate (the bytes and time of the spill batches the opportunistic
+     job's interposer logs at GPUSHARE_LOG=info) is reported beside it.
+
+The coordinator's view is sampled from production's start until the spill
+has ended (no migration under way, bytes on the host): the job must never
+be shown stale (its memory work runs beside its heartbeat), and the bytes
+the driver evicted by itself count as spilled (host-resident).
 
 On a real GPU the jobs are PyTorch (torch_spill_job.py); on the simulated
 GPU, where PyTorch cannot run, and on a GPU without PyTorch, they are
@@ -28,6 +35,7 @@ memory on the device: the check must then fail.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -157,6 +165,37 @@ def spill_view(name, env):
     return records[-1] if code == 0 and records else None
 
 
+SPILLED = re.compile(r"spilled \d+ allocations, (\d+) bytes, in ([0-9.]+) ms")
+
+
+def spill_batches(stderr):
+    """(bytes, seconds) of the spill batches the job's interposer logged."""
+    moved, seconds = 0, 0.0
+    for match in SPILLED.finditer(stderr):
+        moved += int(match.group(1))
+        seconds += float(match.group(2)) / 1000
+    return (moved, seconds) if moved else None
+
+
+def settled_view(name, env, started):
+    """Samples the coordinator's view of the opportunistic job until its
+    spill has ended (no migration under way, bytes on the host), at most
+    WAIT_S. Returns (last view, states seen in order, seconds from
+    production's start to the end of the spill as the samples saw it)."""
+    states, view, deadline = [], None, time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        sample = spill_view(name, env)
+        if sample:
+            view = sample
+            if not states or states[-1] != sample.get("state"):
+                states.append(sample.get("state"))
+            if sample.get("state") not in ("spilling", "restoring") and \
+                    sample.get("mem_host_resident_bytes"):
+                return view, states, time.monotonic() - started
+        time.sleep(0.05)  # sampling a job's state: nothing to block on
+    return view, states, None
+
+
 def run_pair(label, under_gpushare, opp_size, prod_size, env):
     """Runs the pair; returns (opportunistic result, production result,
     coordinator's view of the opportunistic job, failure or None)."""
@@ -168,8 +207,11 @@ def run_pair(label, under_gpushare, opp_size, prod_size, env):
     job_env = env if under_gpushare else ctx.direct_env() | {k: env[k] for k in env
                                                              if k.startswith("GPUSHARE_SIM_")}
     ctx.progress(f"{label}: the opportunistic job takes {opp_size / 2**30:.2f} GiB")
+    # At info, the job's interposer logs each spill batch's bytes and time
+    # ("spilled N allocations, B bytes, in T ms"): the migration's own rate.
+    opp_env = job_env | ({"GPUSHARE_LOG": "info"} if under_gpushare else {})
     opp = Job(f"{label}-opportunistic", wrap_opp + opportunistic_argv(
-        opp_size, files["ready"], files["stop"]), job_env)
+        opp_size, files["ready"], files["stop"]), opp_env)
     prod = None
     try:
         if not opp.wait_for_file(files["ready"]):
@@ -178,10 +220,16 @@ def run_pair(label, under_gpushare, opp_size, prod_size, env):
             return None, None, None, (f"{label}: the opportunistic job did not start computing "
                                       f"(exit {code}): {gpucheck.tail(err, 5)}")
         ctx.progress(f"{label}: the production job takes {prod_size / 2**30:.2f} GiB")
+        started = time.monotonic()
         prod = Job(f"{label}-production", wrap_prod + production_argv(
             prod_size, files["allocated"], files["go"]), job_env)
         prod.wait_for_file(files["allocated"])
-        view = spill_view(opp_name, env) if under_gpushare else None
+        view = None
+        if under_gpushare:
+            # The spill may go on after production has its memory (the
+            # driver hands over pages as they leave): wait for its end.
+            view, states, spill_s = settled_view(opp_name, env, started)
+            view = dict(view or {}, states_seen=states, spill_end_s=spill_s)
         touch(files["go"])
         prod_code, prod_out, prod_err = prod.finish()
         touch(files["stop"])
@@ -193,6 +241,8 @@ def run_pair(label, under_gpushare, opp_size, prod_size, env):
             if job is not None:
                 job.stop()
     opp_result = result_of("opportunistic", opp_out)
+    if opp_result is not None:
+        opp_result["migrations"] = spill_batches(opp_err)
     prod_result = result_of("production", prod_out)
     if prod_result is None:
         return opp_result, None, view, (f"{label}: the production job reported nothing (exit "
@@ -254,10 +304,20 @@ if not opp["intact"]:
 if prod["allocated"] and not spilled:
     failures.append(f"production got its memory but the coordinator shows nothing spilled "
                     f"({json.dumps(view)})")
+measurements["coordinator_states"] = view.get("states_seen")
+measurements["spill_end_s"] = round(view["spill_end_s"], 3) if view.get("spill_end_s") else None
+measurements["evicted_by_driver_bytes"] = view.get("mem_evicted_bytes", 0)
+if "stale" in (view.get("states_seen") or []):
+    failures.append(f"the coordinator showed the opportunistic job stale during the spill "
+                    f"(states {view.get('states_seen')})")
 if failures:
     ctx.finish("failed", "; ".join(failures), measurements)
 rate = spilled / 2**30 / prod["alloc_s"] if prod["alloc_s"] > 0 else None
 measurements["spill_gib_per_s"] = round(rate, 2) if rate else None
+# The migrations alone, as the job timed them (its batches' bytes and time).
+migrations = opp.get("migrations")
+migration_rate = migrations[0] / 2**30 / migrations[1] if migrations and migrations[1] else None
+measurements["spill_migration_gib_per_s"] = round(migration_rate, 2) if migration_rate else None
 
 # 3. Production's speed next to the spilled job, against production alone.
 alone, code, err = production_alone(prod_size, env)
@@ -286,6 +346,9 @@ if use_torch:
     if rate:
         fraction = rate / links[-1]["dtoh_gib_per_s"]
         measurements["spill_fraction_of_link"] = round(fraction, 3)
+        if migration_rate:
+            measurements["spill_migration_fraction_of_link"] = round(
+                migration_rate / links[-1]["dtoh_gib_per_s"], 3)
         if fraction < LINK_TARGET:
             below_target = (f"; below target: the spill ran at {fraction:.2f} of the link's "
                             f"{links[-1]['dtoh_gib_per_s']} GiB/s < {LINK_TARGET}")

@@ -4,6 +4,7 @@
   torch_spill_job.py opportunistic BYTES READY STOP
   torch_spill_job.py production BYTES ALLOCATED GO
   torch_spill_job.py link BYTES
+  torch_spill_job.py train BYTES READY STOP   (check_suspend.py: see train())
 
 opportunistic: holds BYTES of int32 (x[i] = i mod 65521), computes on all of
 it (x += 1, again and again) from the moment it has created READY until STOP
@@ -26,7 +27,8 @@ import os
 import sys
 import time
 
-import torch
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic losses (train)
+import torch  # noqa: E402 (after the cuBLAS setting, which it reads at load)
 
 PATTERN = 65521
 CHUNK = 16 << 20  # elements per chunk: what the pattern's check holds at a time
@@ -106,6 +108,52 @@ def production(size, allocated, go):
             "step_ms": round(step_ms, 4), "intact": intact}
 
 
+def train(size, ready, stop):
+    """A small deterministic training job for check_suspend.py: BYTES of
+    int32 pattern beside an MLP trained on fixed data (seed 0) for a fixed
+    number of steps (600), and on until STOP exists ("-": no more). READY
+    (with the tensors' addresses) once the first 100 steps ran; the steps
+    after it may be held by a suspend. The losses of every step are
+    reported: the first 600 compare with a run that was never suspended."""
+    torch.manual_seed(0)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    elements = size // 4
+    data = torch.empty(elements, dtype=torch.int32, device="cuda")
+    for start in range(0, elements, CHUNK):  # in chunks: no temporary of the whole size
+        end = min(start + CHUNK, elements)
+        data[start:end] = (torch.arange(start, end, device="cuda") % PATTERN).to(torch.int32)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
+                                torch.nn.Linear(2048, 10)).cuda()
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    inputs = torch.randn(256, 1024, device="cuda")
+    labels = torch.randint(0, 10, (256,), device="cuda")
+    addresses = {"data": data.data_ptr(), "weight": model[0].weight.data_ptr()}
+    losses = []
+    steps, announce_at = 600, 100
+    step = 0
+    while step < steps or (stop != "-" and not os.path.exists(stop)):
+        optimiser.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())  # a synchronisation per step, as training has
+        if step == announce_at and ready != "-":
+            with open(ready + ".tmp", "w") as out:
+                json.dump(addresses, out)
+            os.rename(ready + ".tmp", ready)
+        step += 1
+    synchronize()
+    intact = all(torch.equal(data[start:min(start + CHUNK, elements)],
+                             (torch.arange(start, min(start + CHUNK, elements), device="cuda")
+                              % PATTERN).to(torch.int32))
+                 for start in range(0, elements, CHUNK))
+    after = {"data": data.data_ptr(), "weight": model[0].weight.data_ptr()}
+    return {"bytes": elements * 4, "losses": losses, "intact": intact,
+            "addresses_before": addresses, "addresses_after": after,
+            "max_reserved_bytes": torch.cuda.max_memory_reserved()}
+
+
 def link(size):
     host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
     device = torch.empty(size, dtype=torch.uint8, device="cuda")
@@ -124,9 +172,10 @@ def link(size):
 
 
 def main():
-    roles = {"opportunistic": (opportunistic, 5), "production": (production, 5), "link": (link, 3)}
+    roles = {"opportunistic": (opportunistic, 5), "production": (production, 5), "link": (link, 3),
+             "train": (train, 5)}
     if len(sys.argv) < 3 or sys.argv[1] not in roles or len(sys.argv) != roles[sys.argv[1]][1]:
-        sys.stderr.write("usage: torch_spill_job.py opportunistic|production BYTES FILE FILE\n"
+        sys.stderr.write("usage: torch_spill_job.py opportunistic|production|train BYTES FILE FILE\n"
                          "       torch_spill_job.py link BYTES\n")
         return 2
     role, size = sys.argv[1], int(sys.argv[2])

@@ -76,8 +76,9 @@
 //       client thread polls it every tick and moves memory to the host (or
 //       back) by advice and prefetch, never by freeing anything.
 //   device_resident_bytes, host_resident_bytes (telemetry, after `devices`)
-//       where the job's managed-backed memory is now, as its interposer
-//       moved it (memory the driver evicted on its own is not seen).
+//       where the job's managed-backed memory is now: where its interposer
+//       moved it, less what the driver evicted on its own (layout 6,
+//       `evicted_bytes` below).
 //   mem_request_bytes (telemetry)  room a production job waits for beyond
 //       what mem_used_bytes already holds (a new context's expected size;
 //       an allocation's bytes are reserved, so already counted); 0: none.
@@ -163,6 +164,22 @@
 // Layout 4 peers refuse "room" (a registered job sent nothing before), so
 // the version changes with it.
 //
+// Migrations and the driver's view (layout 6, telemetry). The job's
+// memory work runs on a worker thread of its own, so that a migration of
+// many GiB never holds back the client thread's copy and heartbeat; while
+// a batch moves, the job publishes
+//   migration  kMigrationToHost (a spill or a suspend under way),
+//       kMigrationToDevice (a restore or a resume), or kMigrationNone;
+//   migrating_bytes  per device, the bytes of the batch under way (they
+//       are counted where they were until the batch ends);
+//   migration_started_ns  CLOCK_MONOTONIC when the batch began.
+// The coordinator shows such a job as "spilling" or "restoring".
+//   evicted_bytes  per device, managed bytes the job placed on the device
+//       that the driver holds on the host by its own decision (evicted for
+//       another allocation), as read from the driver (interpose/memory/
+//       residency.h); already moved from device_resident_bytes to
+//       host_resident_bytes, so those two say where the memory is.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -181,7 +198,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 6;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -212,6 +229,10 @@ inline constexpr std::uint64_t kBlocksIpc = 2;         ///< memory exported by c
 inline constexpr std::uint64_t kBlocksProgramVmm = 4;  ///< the program's own VMM mappings
 inline constexpr std::uint64_t kBlocksPlain = 8;       ///< device memory not allocated suspendable
 inline constexpr std::uint64_t kBlocksPools = 16;      ///< stream-ordered (pool) memory
+/// Values of TelemetryPage::migration (layout 6).
+inline constexpr std::uint64_t kMigrationNone = 0;
+inline constexpr std::uint64_t kMigrationToHost = 1;
+inline constexpr std::uint64_t kMigrationToDevice = 2;
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {
@@ -266,6 +287,10 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> suspend_state;                       ///< layout 4: kSuspend*
   std::atomic<std::uint64_t> suspend_blockers;                    ///< layout 4: kBlocks*
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
+  std::atomic<std::uint64_t> migration;                           ///< layout 6: kMigration*
+  std::atomic<std::uint64_t> migration_started_ns;                ///< layout 6
+  std::atomic<std::uint64_t> migrating_bytes[kMaxDevices];        ///< layout 6
+  std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];          ///< layout 6
 };
 
 /// A job's yield page (layout 4; `beats`, layout 5): written by the job

@@ -391,6 +391,8 @@ ordered_json job_record(const JobView& job) {
                        {"device_resident_bytes", d.device_resident_bytes},
                        {"host_resident_bytes", d.host_resident_bytes},
                        {"device_resident_target", limit_json(d.device_resident_target)}});
+    if (d.migrating_bytes != 0) devices.back()["migrating_bytes"] = d.migrating_bytes;
+    if (d.evicted_bytes != 0) devices.back()["evicted_bytes"] = d.evicted_bytes;
   }
   record["devices"] = std::move(devices);
   {  // the job's managed-backed memory, summed over its devices
@@ -401,6 +403,15 @@ ordered_json job_record(const JobView& job) {
     }
     record["mem_device_resident_bytes"] = on_device;
     record["mem_host_resident_bytes"] = on_host;
+  }
+  {  // only while they are not zero: a migration under way, the driver's evictions
+    std::uint64_t migrating = 0, evicted = 0;
+    for (const JobDeviceView& d : job.devices) {
+      migrating = saturating_add(migrating, d.migrating_bytes);
+      evicted = saturating_add(evicted, d.evicted_bytes);
+    }
+    if (migrating != 0) record["mem_migrating_bytes"] = migrating;
+    if (evicted != 0) record["mem_evicted_bytes"] = evicted;
   }
   {  // only for a job a suspend has touched
     std::uint64_t suspended = 0;

@@ -107,6 +107,11 @@ struct JobDeviceView {
   /// Plain (VMM-backed) bytes a suspend copied to the host; also counted in
   /// host_resident_bytes.
   std::uint64_t suspended_bytes = 0;
+  /// Layout 6: the bytes of a migration under way (still counted where
+  /// they were), and the managed bytes the driver evicted to the host by
+  /// itself (already counted in host_resident_bytes).
+  std::uint64_t migrating_bytes = 0;
+  std::uint64_t evicted_bytes = 0;
 };
 /// A job that holds more than its limit, as the coordinator sees it from
 /// outside the job (enforcement.h).
@@ -123,7 +128,9 @@ struct JobView {
   std::vector<std::int64_t> pids;  ///< all its registered processes
   std::uint32_t uid = 0;
   std::uint32_t qos = kQosProduction;
-  /// running | paused | stale | suspending | suspended | resuming
+  /// running | paused | stale | suspending | suspended | resuming |
+  /// spilling | restoring (a running job moving its managed memory to the
+  /// host or back: control_block.h layout 6)
   std::string state;
   /// Why a paused job waits: "operator" (pause, suspend or the enforcer),
   /// "memory" (the coordinator's own: its memory is on the host while

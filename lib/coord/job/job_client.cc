@@ -54,6 +54,7 @@
 
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
+#include "coord/job/memory_telemetry.h"
 #include "coord/job/wakeup.h"
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
@@ -155,16 +156,14 @@ void copy_telemetry(TelemetryPage* page) {
       std::uint64_t request_seq = c->mem_request_seq[i].load(std::memory_order_acquire);
       page->devices[i].mem_used_bytes.store(c->mem_used_bytes[i].load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
-      page->device_resident_bytes[i].store(
-          c->device_resident_bytes[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
-      page->host_resident_bytes[i].store(c->host_resident_bytes[i].load(std::memory_order_relaxed),
-                                         std::memory_order_relaxed);
+      copy_residency(*c, i, page);  // memory_telemetry.h: the driver's evictions applied
       page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
                                        std::memory_order_relaxed);
       page->suspended_bytes[i].store(c->suspended_bytes[i].load(std::memory_order_relaxed),
                                      std::memory_order_relaxed);
       page->mem_request_seq[i].store(request_seq, std::memory_order_release);
     }
+    copy_migration(*c, page);
     page->suspend_state.store(c->suspend_state.load(std::memory_order_relaxed),
                               std::memory_order_relaxed);
     page->suspend_blockers.store(c->suspend_blockers.load(std::memory_order_relaxed),

@@ -93,8 +93,9 @@ struct LocalCounters {
   /// Bumped (release) when a production allocation starts waiting for room.
   std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];
   /// When set, called by the client thread every tick while registered,
-  /// before the counters are copied: the interposer moves memory toward its
-  /// device-resident targets there (spill.cc).
+  /// before the counters are copied: the interposer starts its memory work
+  /// there (spill, suspend), which runs on a thread of its own
+  /// (interpose/memory/memory_worker.h), so the call returns at once.
   void (*memory_tick)();
   /// Suspend and resume (layout 4; lib/interpose/suspend.h): the state
   /// (kSuspend*), what a suspend cannot move (kBlocks*), and the bytes a
@@ -112,6 +113,15 @@ struct LocalCounters {
   /// memory_tick brings the memory back, and the client registers with a
   /// new coordinator meanwhile (client.cc).
   bool (*memory_away)();
+  /// Layout 6 (control_block.h, "Migrations and the driver's view"): the
+  /// batch under way (kMigration*, when it began, its bytes per device),
+  /// and the bytes per device the driver evicted by itself, which
+  /// memory_telemetry.h moves from the device-resident count to the host's
+  /// when it publishes them.
+  std::atomic<std::uint64_t> migration;
+  std::atomic<std::uint64_t> migration_started_ns;
+  std::atomic<std::uint64_t> migrating_bytes[kMaxDevices];
+  std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];
 };
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the

@@ -21,6 +21,7 @@
 #include "interpose/hooks/hooks.h"
 #include "interpose/core/log.h"
 #include "interpose/memory/pools.h"
+#include "interpose/memory/residency.h"
 #include "interpose/memory/spill.h"
 #include "interpose/memory/suspend.h"
 #include "interpose/memory/vmm_backing.h"
@@ -164,10 +165,18 @@ CUresult gs_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int f
         [&] { return allocate_managed_backed(dptr, bytesize, device, &on_host); },
         [&] { return static_cast<std::uint64_t>(*dptr); }, &on_host);
   }
-  return charge_and_allocate(
+  CUresult result = charge_and_allocate(
       "cuMemAllocManaged", current_device(), bytesize, true, g_runtime.allocations,
       [&] { return real(dptr, bytesize, flags); },
       [&] { return static_cast<std::uint64_t>(*dptr); });
+  // A production job's own managed memory (or an opportunistic one's with
+  // the spill off): counted where the driver says it is, and moved by
+  // prefetch in a suspend (residency.h).
+  if (result == CUDA_SUCCESS && flags == CU_MEM_ATTACH_GLOBAL && valid_device(current_device()) &&
+      !managed_backing()) {
+    count_program_managed(static_cast<std::uint64_t>(*dptr));
+  }
+  return result;
 }
 
 CUresult gs_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,

@@ -7,6 +7,7 @@
 #include "coord/job/job_client.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
+#include "interpose/memory/memory_worker.h"
 #include "interpose/memory/spill_batch.h"
 
 namespace gpushare::interpose {
@@ -71,7 +72,13 @@ void move_chosen(std::size_t count, bool to_host) {
         real.real_cuCtxSetCurrent(reinterpret_cast<CUcontext>(context)) != CUDA_SUCCESS) {
       continue;
     }
-    run_batch(g_keys, g_records, g_candidates, g_group, group, to_host, g_moved);
+    std::uint64_t group_bytes = 0;
+    for (std::size_t i = 0; i < group; ++i) group_bytes += g_records[g_group[i]].bytes;
+    {
+      // Shown while it moves (memory_worker.h): the heartbeat goes on meanwhile.
+      MigrationNote note(g_records[g_group[0]].device, group_bytes, to_host);
+      run_batch(g_keys, g_records, g_candidates, g_group, group, to_host, g_moved);
+    }
     real.real_cuCtxSetCurrent(nullptr);
     for (std::size_t i = 0; i < group; ++i) {
       std::size_t index = g_group[i];
@@ -169,6 +176,13 @@ void settle_device(int device, std::uint64_t target) {
 }
 
 }  // namespace
+
+void note_residency(std::uint64_t key, bool on_host) {
+  AllocationRecord before;
+  if (!g_runtime.allocations.set_on_host(key, on_host, &before)) return;
+  if (before.spillable == 0 || before.device < 0 || before.device >= kMaxDevices) return;
+  if ((before.on_host != 0) != on_host) move_counter(before.device, before.bytes, on_host);
+}
 
 bool managed_backing() {
   const Runtime& rt = g_runtime;

@@ -10,7 +10,7 @@
 // device memory: the driver cannot manage them.
 //
 // The coordinator writes a device-resident target per device into the
-// job's limits page; the client thread calls spill_tick() every tick, and
+// job's limits page; the memory worker calls spill_tick() every tick, and
 // at once when the coordinator says it changed a target (a line on the
 // job's socket: job_client.h), which moves whole allocations toward the
 // target: to the host (advice: prefer the CPU; prefetch to the CPU) while
@@ -33,8 +33,11 @@
 // as there is room.
 //
 // The per-device resident counters (g_counters.device_resident_bytes,
-// host_resident_bytes) say where the interposer put the memory; memory the
-// driver evicted on its own is not seen.
+// host_resident_bytes) say where the interposer put the memory, and the
+// spill decides on them; memory the driver evicted on its own is read from
+// the driver apart (residency.h) and applied when the counters are
+// published (coord/job/memory_telemetry.h). The tick runs on the memory
+// worker's thread (memory_worker.h), never on the client thread that beats.
 #pragma once
 
 #include <cuda.h>
@@ -72,6 +75,11 @@ std::uint64_t spillable_limit(int device);
 /// prefetch on the legacy stream, waited for. Shared by the spill and by
 /// suspend; the caller updates its counters.
 CUresult move_residency(std::uint64_t key, const AllocationRecord& record, bool to_host);
+
+/// Records that the managed allocation `key` is now on the host (or on its
+/// device), as the driver says (residency.h), moving its bytes between the
+/// resident counters. No-op unless spillable, or when freed meanwhile.
+void note_residency(std::uint64_t key, bool on_host);
 
 /// Takes a freed record out of the resident counters (no-op unless spillable).
 void spill_forget(const AllocationRecord& record);
@@ -130,8 +138,8 @@ void drain_deferred_frees();
 /// How many stream-ordered frees wait for their streams.
 std::size_t deferred_free_count();
 
-/// One tick of the client thread: moves memory toward each device's
-/// target. Not reentrant (the client thread is its only caller).
+/// One tick of the memory work: moves memory toward each device's target.
+/// Not reentrant (the memory worker is its only caller).
 void spill_tick();
 
 }  // namespace gpushare::interpose

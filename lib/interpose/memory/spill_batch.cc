@@ -17,8 +17,8 @@ namespace gpushare::interpose {
 
 namespace {
 
-// The client thread's scratch (run_batch is not reentrant: the spill tick
-// and a suspend both run on the client thread).
+// The memory worker's scratch (run_batch is not reentrant: the spill tick
+// and a suspend both run on the worker, memory_worker.h).
 MigrationStep g_steps[batch_steps(kMaxBatch)];
 
 // Makes up to kMigrationStreams streams that wait for `after`; returns how

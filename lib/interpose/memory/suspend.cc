@@ -7,6 +7,7 @@
 #include "coord/job/job_client.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
+#include "interpose/memory/memory_worker.h"
 #include "interpose/memory/spill.h"
 #include "interpose/memory/vmm_backing.h"
 
@@ -166,6 +167,7 @@ Step move_some(bool to_host, std::uint64_t budget_ns) {
     if (g_runtime.allocations.find(g_keys[i], &record) && (record.suspended != 0) != to_host &&
         record.device >= 0 && record.device < kMaxDevices) {
       bool ok = true;
+      MigrationNote note(record.device, record.bytes, to_host);  // shown while it moves
       if (record.vmm_backed != 0) {
         ok = make_current(record) && move_vmm(g_keys[i], record, to_host);
       } else if (record.spillable != 0 && to_host && record.on_host == 0) {
@@ -185,7 +187,9 @@ Step move_some(bool to_host, std::uint64_t budget_ns) {
 // that the 10 ms between ticks adds a few per cent, short enough that the
 // telemetry (and the heartbeat the coordinator checks) stays fresh.
 constexpr std::uint64_t kTickBudgetNs = 250'000'000;
-bool g_drained = false;  // this suspend waited for the queued work
+// This suspend waited for the queued work (atomic: suspend_memory_away
+// reads it on the client thread while the worker suspends).
+std::atomic<bool> g_drained{false};
 
 void suspend_step() {
   if (!g_drained) {
@@ -226,7 +230,7 @@ bool resume_step() {
 
 }  // namespace
 
-void memory_tick() {
+void memory_work() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
   bool wanted = coord::job::suspend_requested();
   if (wanted) {
@@ -273,6 +277,7 @@ bool suspend_memory_away() {
 }
 
 void suspend_before_retire() {
+  MemoryWorkLock lock;  // the worker is not moving memory meanwhile
   std::uint64_t now = state().load(std::memory_order_relaxed);
   g_drained = false;
   if (now == coord::kSuspendRunning || now == coord::kSuspendRefused) {

@@ -2,7 +2,8 @@
 //
 // `gpushare-ctl suspend JOB` makes the coordinator hold the job's launches
 // (the limits page's `paused`) and set `suspend_request`. The job's client
-// thread sees the request on its next tick (every 10 ms) and:
+// thread sees the request on its next tick (every 10 ms) and has the
+// memory worker (memory_worker.h) do the work on its own thread:
 //   1. refuses at once, moving nothing, when the job holds memory that
 //      cannot leave the device (suspend_blockers: arrays, IPC-exported
 //      memory, the program's own VMM memory, stream-ordered pools, plain
@@ -57,6 +58,7 @@
 #include <atomic>
 
 #include "coord/job/job_client.h"
+#include "interpose/memory/memory_worker.h"  // memory_tick, the client thread's hook
 
 namespace gpushare::interpose {
 
@@ -72,15 +74,16 @@ inline void hold_while_suspended() {
   }
 }
 
-/// The client thread's tick: suspend or resume on request, else spill.
-void memory_tick();
+/// One round of the memory work, on the memory worker's thread
+/// (memory_worker.h): suspend or resume on request, else spill.
+void memory_work();
 
 /// Called by the client thread when it stops with the memory away, before
 /// launches held on the coordinator's page are woken: brings it back.
 void suspend_before_retire();
 
 /// Whether a suspend has moved memory that is not back yet (suspending
-/// after the drain, suspended, resuming). Client thread only.
+/// after the drain, suspended, resuming). Read by the client thread.
 bool suspend_memory_away();
 
 }  // namespace gpushare::interpose

@@ -14,6 +14,10 @@
 //     evicting memory that does not prefer the device, never more;
 //   - cuMemAdvise records a preferred location (which orders eviction),
 //     accessed-by and read-mostly; advice moves no bytes by itself;
+//   - cuMemRangeGetAttribute(s) answers that advice and the last location
+//     a whole allocation was prefetched to, as the real driver does: what
+//     was asked, never where the bytes are (an eviction changes nothing
+//     there; NVML's per-process usage shows the bytes on the device);
 //   - kernels do not migrate pages on access; instead a kernel runs longer
 //     in proportion to the share of its context's managed bytes on the host
 //     (launch.cc).
@@ -119,6 +123,13 @@ CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream
   bool to_device = !to_host(device_or_cpu);
   int device = layout->managed[index].device;
   if (to_device && device_or_cpu != device) return CUDA_SUCCESS;
+  // What the range attributes answer: the last location asked for, by a
+  // prefetch of the whole allocation (a part says nothing of the whole).
+  ManagedRecord& asked = layout->managed[index];
+  if (pointer == allocation->base && bytes == allocation->size) {
+    asked.flags &= ~(kManagedPrefetchedDevice | kManagedPrefetchedHost);
+    asked.flags |= to_device ? kManagedPrefetchedDevice : kManagedPrefetchedHost;
+  }
   // The migration starts when the stream's work before it is projected to
   // end (residency changes at once: the destination is taken, the source
   // freed for allocations that wait for the transfer); work after it on
@@ -147,7 +158,105 @@ CUresult prefetch(CUdeviceptr pointer, size_t bytes, int device_or_cpu, CUstream
   return CUDA_SUCCESS;
 }
 
+// The API ordinal of state-file device `physical` (CUDA_VISIBLE_DEVICES
+// may renumber); CU_DEVICE_INVALID when it is not visible.
+int api_ordinal(int physical) {
+  for (int i = 0; i < sim().device_count; ++i) {
+    if (sim().visible[i] == physical) return i;
+  }
+  return CU_DEVICE_INVALID;
+}
+
+// One range attribute of a managed allocation's record (the range must lie
+// in one allocation; the simulator keeps advice per allocation, so a part
+// answers as the whole).
+CUresult range_attribute(void* data, size_t size, CUmem_range_attribute attribute,
+                         const ManagedRecord& record, int ordinal) {
+  auto put_int = [&](int value) {
+    if (size != sizeof(int)) return CUDA_ERROR_INVALID_VALUE;
+    *static_cast<int*>(data) = value;
+    return CUDA_SUCCESS;
+  };
+  auto put_type = [&](CUmemLocationType value) {
+    if (size != sizeof(CUmemLocationType)) return CUDA_ERROR_INVALID_VALUE;
+    *static_cast<CUmemLocationType*>(data) = value;
+    return CUDA_SUCCESS;
+  };
+  bool prefer_device = (record.flags & kManagedPreferDevice) != 0;
+  bool prefer_host = (record.flags & kManagedPreferHost) != 0;
+  bool sent_device = (record.flags & kManagedPrefetchedDevice) != 0;
+  bool sent_host = (record.flags & kManagedPrefetchedHost) != 0;
+  int preferred = prefer_device ? ordinal : prefer_host ? CU_DEVICE_CPU : CU_DEVICE_INVALID;
+  int last = sent_device ? ordinal : sent_host ? CU_DEVICE_CPU : CU_DEVICE_INVALID;
+  auto type_of = [](int where) {
+    return where == CU_DEVICE_CPU       ? CU_MEM_LOCATION_TYPE_HOST
+           : where == CU_DEVICE_INVALID ? CU_MEM_LOCATION_TYPE_INVALID
+                                        : CU_MEM_LOCATION_TYPE_DEVICE;
+  };
+  switch (attribute) {
+    case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+      return put_int((record.flags & kManagedReadMostly) != 0 ? 1 : 0);
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+      return put_int(preferred);
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+      return put_int(last);
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE:
+      return put_type(type_of(preferred));
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:
+      return put_int(preferred == CU_DEVICE_CPU ? 0 : preferred);
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE:
+      return put_type(type_of(last));
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:
+      return put_int(last == CU_DEVICE_CPU ? 0 : last);
+    case CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY: {
+      if (size == 0 || size % sizeof(int) != 0) return CUDA_ERROR_INVALID_VALUE;
+      int* out = static_cast<int*>(data);
+      for (size_t i = 0; i < size / sizeof(int); ++i) out[i] = CU_DEVICE_INVALID;
+      if ((record.flags & kManagedAccessedBy) != 0) out[0] = ordinal;
+      return CUDA_SUCCESS;
+    }
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+// The attributes of [pointer, pointer + bytes) into data[i] (sizes[i]).
+CUresult range_attributes(void** data, size_t* sizes, CUmem_range_attribute* attributes,
+                          size_t count, CUdeviceptr pointer, size_t bytes) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (data == nullptr || sizes == nullptr || attributes == nullptr || count == 0 || bytes == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  LocalLock lock;
+  Allocation* allocation = managed_range(pointer, bytes);
+  if (allocation == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  SharedLock shared;
+  if (!shared.ok()) return kStateUnavailable;
+  const ManagedRecord* record =
+      managed_find(shared.layout(), allocation->managed_index, sim().pid, allocation->managed_id);
+  if (record == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int ordinal = api_ordinal(record->device);
+  for (size_t i = 0; i < count; ++i) {
+    if (data[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUresult status = range_attribute(data[i], sizes[i], attributes[i], *record, ordinal);
+    if (status != CUDA_SUCCESS) return status;
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
+
+SIM_EXPORT CUresult cuMemRangeGetAttribute(void* data, size_t size,
+                                           CUmem_range_attribute attribute, CUdeviceptr pointer,
+                                           size_t bytes) {
+  return range_attributes(&data, &size, &attribute, 1, pointer, bytes);
+}
+
+SIM_EXPORT CUresult cuMemRangeGetAttributes(void** data, size_t* sizes,
+                                            CUmem_range_attribute* attributes, size_t count,
+                                            CUdeviceptr pointer, size_t bytes) {
+  return range_attributes(data, sizes, attributes, count, pointer, bytes);
+}
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* result, size_t bytes, unsigned int flags) {
   if (CUresult status = enter(); status != CUDA_SUCCESS) return status;

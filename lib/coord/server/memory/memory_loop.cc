@@ -44,7 +44,11 @@ ArbiterJob input_of(const Process& job, int index, std::uint64_t* request_seq) {
     in.mem_limit = job.block->mem_limit(index);
   } else {
     // A waiting allocation's bytes are reserved, so already in `used`; a
-    // request names only what is not (a new context's expected size).
+    // request names only what is not (a new context's expected size). Its
+    // own managed memory on the host (suspended, prefetched there, evicted)
+    // holds no device memory.
+    std::uint64_t host = t.host_resident_bytes[index].load(std::memory_order_relaxed);
+    used = used > host ? used - host : 0;
     in.held_bytes = used;
     in.request_bytes = t.mem_request_bytes[index].load(std::memory_order_relaxed);
   }

@@ -27,6 +27,7 @@ struct TreeSuspendState {
   bool any_refused = false;
   bool any_away = false;  ///< some process has memory away or on its way
   bool none_moved = true;  ///< every process is running or refused: nothing moved
+  bool any_suspending = false;
   std::uint64_t blockers = 0;
 };
 
@@ -41,6 +42,7 @@ TreeSuspendState tree_state(const Processes& processes) {
     state.any_refused = state.any_refused || s == kSuspendRefused;
     state.any_away = state.any_away || s == kSuspendSuspended || s == kSuspendResuming;
     state.none_moved = state.none_moved && (s == kSuspendRunning || s == kSuspendRefused);
+    state.any_suspending = state.any_suspending || s == kSuspendSuspending;
     state.blockers |= telemetry.suspend_blockers.load(std::memory_order_relaxed);
   }
   return state;
@@ -71,10 +73,23 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
   TreeSuspendState state = tree_state(processes);
   if (job.suspend_requested) {
     view->state = state.all_suspended ? "suspended" : "suspending";
-  } else if (job.resuming || state.any_away) {
+  } else if (job.resuming || state.any_away || state.any_suspending) {
+    // Suspending with no request from this coordinator: a suspend asked by
+    // one that went away, which the job's memory worker may still be
+    // moving; the job undoes it once that move ends (suspend.h).
     view->state = "resuming";
   }
-  // Suspended bytes per job device, summed over the processes using it.
+  // A running job moving its managed memory (layout 6): its memory worker
+  // beats on, so it is never stale for it; shown as spilling or restoring.
+  std::uint64_t migration = kMigrationNone;
+  for (const Process* process : processes) {
+    std::uint64_t m = process->block->telemetry().migration.load(std::memory_order_acquire);
+    if (migration == kMigrationNone) migration = m;
+  }
+  if (view->state == "running" && migration == kMigrationToHost) view->state = "spilling";
+  if (view->state == "running" && migration == kMigrationToDevice) view->state = "restoring";
+  // Suspended, migrating and evicted bytes per job device, summed over the
+  // processes using it.
   for (std::size_t d = 0; d < view->devices.size(); ++d) {
     JobDeviceView& device = view->devices[d];
     for (const Process* process : processes) {
@@ -84,6 +99,10 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
         std::uint64_t bytes = telemetry.suspended_bytes[i].load(std::memory_order_relaxed);
         device.suspended_bytes = saturating_add(device.suspended_bytes, bytes);
         device.host_resident_bytes = saturating_add(device.host_resident_bytes, bytes);
+        device.migrating_bytes = saturating_add(
+            device.migrating_bytes, telemetry.migrating_bytes[i].load(std::memory_order_relaxed));
+        device.evicted_bytes = saturating_add(
+            device.evicted_bytes, telemetry.evicted_bytes[i].load(std::memory_order_relaxed));
       }
     }
   }
