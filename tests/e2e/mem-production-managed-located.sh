@@ -8,9 +8,7 @@
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
 export GPUSHARE_SIM_MEMORY=2GiB GPUSHARE_SIM_CTX_OVERHEAD=0
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
+. "$e2e_dir/mem.inc"
 
 start_coordinator
 gpushare-run --sim --production --name located -- "$c" init ctx \

@@ -13,9 +13,7 @@
 . "$e2e_dir/coord.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_MIGRATE_BANDWIDTH=128MiB
-c="$libexec/tests/gpushare-cuda-client"
-s=$scratch
-MiB=1048576
+. "$e2e_dir/mem.inc"
 
 start_coordinator
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
