@@ -14,8 +14,12 @@ git -C "$GPUSHARE_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1 ||
 
 for prog in gpushare-run gpushare-ctl gpushare-probe gpushare-place gpushare-workload; do
   path=$prog
-  [ "$prog" = gpushare-workload ] && path="$libexec/gpushare-workload"
-  expect_exit 0 "$path" --version
+  if [ "$prog" = gpushare-workload ]; then
+    # A driver-API program: it starts only where a libcuda.so.1 is found.
+    path="env LD_LIBRARY_PATH=$libexec/sim $libexec/gpushare-workload"
+  fi
+  # shellcheck disable=SC2086
+  expect_exit 0 $path --version
   expect_grep "^$prog [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{12}(-dirty)?\)$" "$scratch/out"
   commit=$(sed -E 's/.*\(commit ([0-9a-f]+).*/\1/' "$scratch/out")
   git -C "$GPUSHARE_SOURCE_DIR" cat-file -e "$commit^{commit}" 2>/dev/null ||

@@ -135,15 +135,15 @@ measurements.update({"driver": first["driver"], "budget_basis": first["budget_ba
                      "phase_s": {"torch": round(torch_s, 2), "bench": round(bench_s, 2)},
                      "bench_child_s": round(bench_s / (4 * len(blocks)), 3)})
 within = True
-for what, prefix in (("launch", "launch"), ("allocate+free", "alloc")):
-    baseline = gpucheck.median([b[f"{prefix}_ns_baseline"] for b in blocks])
-    interposed = gpucheck.median([b[f"{prefix}_ns_interposed"] for b in blocks])
+for what, prefix, cost in (("launch", "launch", "launch"), ("allocate+free", "alloc", "alloc_free")):
+    baseline = gpucheck.median([b[f"{cost}_ns_baseline"] for b in blocks])
+    interposed = gpucheck.median([b[f"{cost}_ns_interposed"] for b in blocks])
     middle, low, high = sign_interval([b[f"{prefix}_overhead_ns"] for b in blocks])
     # On a real driver 1% of its own cost (the blocks' median); on the
     # simulator the bench's absolute budget.
     budget = baseline / 100 if not ctx.sim else first[f"{prefix}_budget_ns"]
     measurements.update({
-        f"{prefix}_ns_baseline": round(baseline, 1), f"{prefix}_ns_interposed": round(interposed, 1),
+        f"{cost}_ns_baseline": round(baseline, 1), f"{cost}_ns_interposed": round(interposed, 1),
         f"{prefix}_overhead_ns": round(middle, 1), f"{prefix}_overhead_ns_low": round(low, 1),
         f"{prefix}_overhead_ns_high": round(high, 1), f"{prefix}_budget_ns": round(budget, 1)})
     headline.append(f"{middle:+.1f} ns per {what} (95% {low:+.1f} to {high:+.1f}; budget "
