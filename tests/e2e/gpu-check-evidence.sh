@@ -135,3 +135,31 @@ cmp -s "$big/b/small" "$big/x/evidence/b/small" || fail "a small file was not ke
 grep -q "bytes cut here" "$big/x/evidence/a/trace.jsonl" || fail "a cut file does not say so"
 expect_grep '^cut to [0-9]+ bytes, its beginning and end \(of 31457280\): a/trace.jsonl$' \
   "$big/x/evidence/ARCHIVE-NOTES.txt"
+
+# The helpers other checks keep their evidence with (tests/gpu/gpucheck.py):
+# a background job's output goes straight to the evidence (so a job killed
+# with its check still left it), kept text is bounded, measurements kept on
+# the way are reported with the record.
+kept="$scratch/kept"
+GPUSHARE_GPU_CHECK_PREFIX="$GPUSHARE_PREFIX" GPUSHARE_GPU_CHECK_SCRATCH="$scratch" \
+  GPUSHARE_CHECK_EVIDENCE="$kept" GPUSHARE_CHECK_QUICK=1 GPUSHARE_CHECK_BUDGET_S=12.5 \
+  PYTHONPATH="$GPUSHARE_SOURCE_DIR/tests/gpu" python3 - >"$scratch/record" <<'PY'
+import gpucheck
+ctx = gpucheck.Context("helpers")
+assert ctx.quick and ctx.budget_s == 12.5 and 0 < ctx.remaining_s() <= 12.5
+job = ctx.start(["sh", "-c", "echo out; echo err >&2; exit 3"], label="pair production")
+assert job.wait(timeout=30) == (3, "out\n", "err\n")
+slow = ctx.start(["sleep", "30"])
+assert slow.wait(timeout=0.2)[0] == 124
+ctx.keep("view", "x" * (gpucheck.KEPT_BYTES + 10))
+ctx.measure("early", 1)
+ctx.finish("passed", "done", {"late": 2})
+PY
+jq -e '.measurements == {"early": 1, "late": 2} and .status == "passed"' "$scratch/record" \
+  >/dev/null || fail "the helpers' record: $(cat "$scratch/record")"
+[ "$(cat "$kept/01-pair-production.err")" = err ] || fail "the job's stderr was not kept"
+grep -qx "exit 3" "$kept/01-pair-production.cmd" || fail "the job's exit status was not kept"
+grep -qx "exit 124" "$kept/02-sleep.cmd" || fail "the killed job's status was not kept"
+[ "$(head -n 1 "$kept/03-view.txt")" = "[first 10 bytes left out]" ] ||
+  fail "kept text is not bounded"
+jq -e '. == {"early": 1}' "$kept/partial.json" >/dev/null || fail "no partial.json"
