@@ -10,7 +10,7 @@ namespace gpushare::cli {
 
 void configure(CLI::App& app, std::string_view program) {
   std::string name(program);
-  app.set_version_flag("--version", name + " " + version(), "Print the version and exit");
+  app.set_version_flag("--version", name + " " + version_line(), "Print the version and exit");
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer("For more details see " + name + "(1).");
   app.get_formatter()->column_width(30);

@@ -1,7 +1,8 @@
 // Command-line conventions shared by the four programs, over CLI11.
 //
 // - `--help` prints short help on stdout, exit 0, ending with a pointer to
-//   the man page; `--version` prints "PROGRAM VERSION".
+//   the man page; `--version` prints "PROGRAM VERSION" and, when built from
+//   a git checkout, " (commit HASH)".
 // - A parse error prints "PROGRAM: error: WHAT" and "Try 'PROGRAM --help'
 //   ..." on stderr and yields the program's usage status (125 for
 //   gpushare-run, 2 for the others). CLI11's own 100+ codes never escape.

@@ -12,7 +12,7 @@ for prog in gpushare-run gpushare-ctl gpushare-probe gpushare-place; do
     fail "$prog --help does not end with the man-page pointer"
 
   expect_exit 0 "$prog" --version
-  expect_grep "^$prog [0-9]+\.[0-9]+\.[0-9]+$" "$scratch/out"
+  expect_grep "^$prog [0-9]+\.[0-9]+\.[0-9]+( \(commit [0-9a-f]+(-dirty)?\))?$" "$scratch/out"
 
   case $prog in
     gpushare-run) want=125 args=(--no-such-option true) ;;

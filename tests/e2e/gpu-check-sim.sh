@@ -28,13 +28,17 @@ check() {  # NAME JQ-EXPRESSION: the check's record satisfies the expression
 }
 
 jq -e '.kind == "gpu-check-report" and .version == 1 and .mode == "sim"
-       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 8
+       and .machine.gpu == "gpushare simulated GPU" and (.checks | length) == 10
        and ([.checks[].name] == ["probe-device", "workload-spin", "torch-interception",
-                                 "torch-training",
-                                 "hook-overhead", "colocation", "memory-spill", "calibration"])
+                                 "torch-training", "hook-overhead", "colocation", "memory-spill",
+                                 "suspend", "probe-memory", "calibration"])
+       and .quick == false and .limit_s == 480 and .budget_s == 460
        and all(.checks[]; .kind == "gpu-check" and .version == 1
                and (.status | IN("passed", "failed", "skipped", "not-built"))
-               and (.summary | length > 0) and (.duration_s | type == "number"))' "$report" \
+               and (.summary | length > 0) and (.duration_s | type == "number")
+               and (.budget_s | type == "number") and (.over_budget | type == "boolean")
+               and .evidence == .name + "/")
+       and (.evidence_archive.bytes <= 16777216)' "$report" \
   >/dev/null || { cat "$report"; fail "the report is not of the documented shape"; }
 
 # The exit status and the overall status follow the checks.
@@ -72,7 +76,9 @@ check torch-training '.status == "skipped" and (.summary | test("simulated GPU")
 # 10 ns); the method and budgets do not: paired rounds, an interval around
 # each median, the simulator's absolute budgets, and no PyTorch here.
 check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver == "simulated"
-  and .measurements.budget_basis == "absolute (simulator)" and .measurements.repeats == 61
+  and .measurements.budget_basis == "absolute (simulator)" and .measurements.blocks >= 3
+  and .measurements.repeats == 2 * .measurements.blocks
+  and (.measurements.phase_s.bench > 0) and (.measurements.bench_child_s > 0)
   and .measurements.launch_budget_ns == 10 and .measurements.alloc_budget_ns == 300
   and (.measurements.launch_overhead_ns_low <= .measurements.launch_overhead_ns)
   and (.measurements.launch_overhead_ns <= .measurements.launch_overhead_ns_high)
@@ -97,6 +103,12 @@ check memory-spill '.status == "passed" and .measurements.jobs == "cuda-client"
   and .measurements.spilled_bytes >= (.measurements.opportunistic_bytes
     + .measurements.production_bytes + 2 * 134217728 - .measurements.device_bytes)
   and (.measurements.spill_gib_per_s > 0) and (.measurements.production_speed_fraction > 0)'
+# The checks of the memory work, registered before their files exist.
+for name in suspend probe-memory; do
+  check $name '(.status | IN("passed", "failed", "skipped"))'
+  [ -f "$GPUSHARE_SOURCE_DIR/tests/gpu/check_${name//-/_}.py" ] ||
+    check $name '.status == "skipped" and (.summary | test("not in this tree"))'
+done
 # The calibration's context memory is the simulator's own setting, measured.
 check calibration '.status == "passed"
   and .measurements.context_memory_bytes.measured == 549453824

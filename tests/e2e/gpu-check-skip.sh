@@ -46,4 +46,4 @@ expect_exit 2 "$gpu_check" "$scratch/file"
 expect_grep "gpu-check: error: $scratch/file" "$scratch/err"
 
 expect_exit 0 "$gpu_check" --list
-[ "$(wc -l <"$scratch/out")" -eq 8 ] || fail "--list does not list the eight checks"
+[ "$(wc -l <"$scratch/out")" -eq 10 ] || fail "--list does not list the ten checks"

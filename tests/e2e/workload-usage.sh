@@ -31,7 +31,7 @@ if command -v scdoc >/dev/null; then
 fi
 
 expect_exit 0 "$workload" --version
-expect_grep '^gpushare-workload [0-9]+\.[0-9]+\.[0-9]+$' "$scratch/out"
+expect_grep '^gpushare-workload [0-9]+\.[0-9]+\.[0-9]+( \(commit [0-9a-f]+(-dirty)?\))?$' "$scratch/out"
 
 for bad in "--no-such-option" "--iterations 0" "--alloc bogus" "--mem 12XB" "--grow -1" "--mem 0" "extra"; do
   # shellcheck disable=SC2086

@@ -6,16 +6,31 @@ runs with these variables set:
   GPUSHARE_GPU_CHECK_PREFIX   the gpushare install prefix to test
   GPUSHARE_GPU_CHECK_SIM      1: run on the simulated GPU instead of a real one
   GPUSHARE_GPU_CHECK_SCRATCH  a private directory (the coordinator socket and
-                              the simulated GPU's state file live there)
+                              the simulated GPU's state file live there);
+                              what a check writes under SCRATCH/NAME is kept
+                              with its evidence
+  GPUSHARE_CHECK_QUICK        1 under scripts/gpu-check --quick: run the
+                              smaller set that fits the quick budget
+  GPUSHARE_CHECK_BUDGET_S     the seconds this check has (it is stopped at
+                              about 1.5 times that); plan the work to fit
+  GPUSHARE_CHECK_EVIDENCE     OUTDIR/NAME: where what explains the verdict
+                              goes (Context.run, Context.start and
+                              Context.keep write there)
+  GPUSHARE_COMPUTE_TRACE      EVIDENCE/compute-trace-%p.jsonl, inherited by
+                              every job the check starts
 
 It prints its progress on stderr and exactly one JSON record on stdout:
 
   {"kind":"gpu-check","version":1,"name":"workload-spin","status":"passed",
    "summary":"...","measurements":{...},"details":{...}}
 
-status is one of passed, failed, skipped, not-built. Standard library only:
-the machines this runs on have Python (for PyTorch) but nothing promised
-beyond it.
+status is one of passed, failed, skipped, not-built. What a check learns on
+the way can be kept with Context.measure: if the check is stopped before
+its record, scripts/gpu-check reports those measurements. Standard library
+only: the machines this runs on have Python (for PyTorch) but nothing
+promised beyond it.
+
+  python3 gpucheck.py driver-info LIBRARY     the device, as one JSON value
 """
 
 import json
@@ -30,8 +45,14 @@ TORCH_ON_SIM = ("PyTorch cannot run on the simulated GPU: the CUDA runtime check
                 "driver's integrity, which no simulator passes")
 
 
+# A job's output kept as evidence is cut to its last this many bytes: a
+# runaway log must not crowd out the others in the archive.
+KEPT_BYTES = 2 << 20
+
+
 class Context:
-    """Where the check runs: the prefix, real or simulated, its scratch."""
+    """Where the check runs: the prefix, real or simulated, its scratch,
+    its budget, and where its evidence goes."""
 
     def __init__(self, name):
         self.name = name
@@ -42,8 +63,19 @@ class Context:
             sys.stderr.write(f"{name}: error: run through scripts/gpu-check "
                              "(GPUSHARE_GPU_CHECK_PREFIX and _SCRATCH are unset)\n")
             sys.exit(2)
+        self.quick = os.environ.get("GPUSHARE_CHECK_QUICK", "0") == "1"
+        try:
+            self.budget_s = float(os.environ.get("GPUSHARE_CHECK_BUDGET_S", ""))
+        except ValueError:
+            self.budget_s = 300.0  # run by hand: the old per-check limit
+        # Run by hand (as the e2e tests do), the evidence stays in scratch.
+        self.evidence = os.environ.get("GPUSHARE_CHECK_EVIDENCE") or \
+            os.path.join(self.scratch, "evidence", name)
+        os.makedirs(self.evidence, exist_ok=True)
         self.libexec = os.path.join(self.prefix, "lib", "gpushare")
         self.started = time.monotonic()
+        self.measured = {}
+        self._kept = 0
 
     def path(self, *parts):
         return os.path.join(self.libexec, *parts)
@@ -54,6 +86,13 @@ class Context:
     def progress(self, message):
         sys.stderr.write(f"  {self.name}: {message}\n")
         sys.stderr.flush()
+
+    def elapsed_s(self):
+        return time.monotonic() - self.started
+
+    def remaining_s(self):
+        """Seconds left of the budget (negative once past it)."""
+        return self.budget_s - self.elapsed_s()
 
     def direct_env(self):
         """The environment of a job run without gpushare: on the simulated
@@ -72,30 +111,113 @@ class Context:
             words.append("--sim")
         return words + list(options) + ["--"]
 
-    def run(self, argv, env=None, timeout=60, stdin=None):
-        """Runs argv; returns (exit status, stdout, stderr). A timeout is a
-        failure of the check, reported, not raised."""
+    def _label(self, argv, label):
+        """A file name for a job's evidence: NN-LABEL, numbered in the order
+        the jobs ran."""
+        self._kept += 1
+        if label is None:
+            # The program the job runs, past gpushare-run and its options;
+            # for Python, the script.
+            words = argv[argv.index("--") + 1:] if "--" in argv else list(argv)
+            if len(words) > 1 and os.path.basename(words[0]).startswith("python"):
+                words = words[1:]
+            label = os.path.basename(words[0]) if words else "job"
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)
+        return os.path.join(self.evidence, f"{self._kept:02d}-{safe}")
+
+    def keep(self, label, text, suffix=".txt"):
+        """Keeps TEXT (a job's stderr, a view) as evidence; its last
+        KEPT_BYTES only."""
+        path = self._label([], label) + suffix
+        _write_kept(path, text)
+        return path
+
+    def run(self, argv, env=None, timeout=60, stdin=None, label=None):
+        """Runs argv; returns (exit status, stdout, stderr), both kept as
+        evidence (LABEL.out, LABEL.err). A timeout is a failure of the
+        check, reported, not raised."""
+        base = self._label(argv, label)
         try:
             done = subprocess.run(argv, env=env or dict(os.environ), capture_output=True,
                                   text=True, timeout=timeout, stdin=stdin,
                                   errors="replace")
-            return done.returncode, done.stdout, done.stderr
+            result = done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired as expired:
-            return 124, _text(expired.stdout), _text(expired.stderr) + \
+            result = 124, _text(expired.stdout), _text(expired.stderr) + \
                 f"\n(timed out after {timeout} s)"
         except OSError as error:
-            return 127, "", f"cannot run {argv[0]}: {error}"
+            result = 127, "", f"cannot run {argv[0]}: {error}"
+        _write_kept(base + ".cmd", " ".join(argv) + f"\nexit {result[0]}\n")
+        _write_kept(base + ".out", result[1])
+        _write_kept(base + ".err", result[2])
+        return result
+
+    def start(self, argv, env=None, label=None, stdin=subprocess.DEVNULL):
+        """Starts argv in the background, its stdout and stderr written
+        straight to the evidence (so a job killed with the check still left
+        them); Job.wait() returns (exit status, stdout, stderr)."""
+        return Job(self._label(argv, label), argv, env or dict(os.environ), stdin)
+
+    def measure(self, key, value):
+        """Keeps one measurement now (EVIDENCE/partial.json): a check stopped
+        past its budget is reported with what it had measured."""
+        self.measured[key] = value
+        with open(os.path.join(self.evidence, "partial.json.tmp"), "w") as out:
+            json.dump(self.measured, out)
+        os.replace(os.path.join(self.evidence, "partial.json.tmp"),
+                   os.path.join(self.evidence, "partial.json"))
 
     def finish(self, status, summary, measurements=None, **details):
         """Prints the check's record and exits (0 whatever the verdict: the
-        verdict is in the record)."""
+        verdict is in the record). Measurements kept with measure() are
+        reported too, under those given here."""
         assert status in STATUSES, status
         record = {"kind": "gpu-check", "version": 1, "name": self.name, "status": status,
-                  "summary": summary, "duration_s": round(time.monotonic() - self.started, 3),
-                  "measurements": measurements or {}, "details": details}
+                  "summary": summary, "duration_s": round(self.elapsed_s(), 3),
+                  "measurements": dict(self.measured, **(measurements or {})),
+                  "details": details}
         sys.stdout.write(json.dumps(record) + "\n")
         sys.stdout.flush()
         sys.exit(0)
+
+
+class Job:
+    """A job started by Context.start."""
+
+    def __init__(self, base, argv, env, stdin):
+        self.base = base
+        _write_kept(base + ".cmd", " ".join(argv) + "\n")
+        with open(base + ".out", "w") as out, open(base + ".err", "w") as err:
+            self.process = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=stdin)
+
+    def wait(self, timeout=None):
+        """(exit status, stdout, stderr); 124 when it had to be killed after
+        TIMEOUT seconds."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            code = 124
+        with open(self.base + ".cmd", "a") as cmd:
+            cmd.write(f"exit {code}\n")
+        with open(self.base + ".out", errors="replace") as out, \
+                open(self.base + ".err", errors="replace") as err:
+            return code, out.read(), err.read()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def _write_kept(path, text):
+    data = _text(text).encode(errors="replace")
+    with open(path, "wb") as out:
+        if len(data) > KEPT_BYTES:
+            out.write(f"[first {len(data) - KEPT_BYTES} bytes left out]\n".encode())
+            data = data[-KEPT_BYTES:]
+        out.write(data)
 
 
 def _text(data):
