@@ -65,6 +65,15 @@ struct DeviceGate {
   // and none started, before the stretch's end was seen.
   std::uint64_t marker_prod_marks[kMarkers] = {};
   bool marker_prod_busy[kMarkers] = {};
+  // The trace's record of the waits since the last launch, merged while
+  // they have one reason (a job held for a second is one record, not
+  // hundreds): written when the reason changes or a launch goes.
+  struct PendingWait {
+    const char* reason = nullptr;  ///< null: none pending
+    std::uint64_t start = 0, end = 0, waits = 0, wait_ns = 0, burst_launches = 0;
+    std::uint64_t grant_ns = 0, allowed_ns = 0, launch_ns = 0, queued = 0;
+    coord::job::YieldMarks marks;
+  } pending;
   std::uint64_t yield_mask = 0;        ///< the mask of the last admission
   std::uint64_t burst_launches = 0;    ///< launches since the last wait (the trace's burst)
   int marker_head = 0;
@@ -177,7 +186,9 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
   const RealDriver& real = g_runtime.real;
   while (gate.marker_count > 0) {
     int slot = gate.marker_head;
-    bool waited = until > 0 && gate.marker_issued[slot] <= until;
+    // Waiting: until `until` launches are known done, whichever marker
+    // gets there (the head one is the oldest past `done`).
+    bool waited = until > 0 && gate.burst.done < until;
     if (waited) {
       if (real.real_cuEventSynchronize != nullptr) real.real_cuEventSynchronize(gate.marker[slot]);
     } else if (real.real_cuEventQuery(gate.marker[slot]) == CUDA_ERROR_NOT_READY) {
@@ -206,7 +217,7 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
       throttle_finished(&gate.state, gpu_ns);  // the cap's debit, for free grants
       g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
     }
-    if (trace_enabled()) {
+    if (launches > 0 && trace_enabled()) {  // a burst's start marker times nothing
       TraceLine("compute-marker", now_ns())
           .num("burst", gate.marker_burst[slot])
           .num("issued", gate.marker_issued[slot])
@@ -226,7 +237,13 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
 }
 
 void record_marker(DeviceGate& gate, CUstream stream, bool per_thread) {
-  if (gate.marker_count >= kMarkers - 2) reap_markers(gate, gate.marker_issued[gate.marker_head]);
+  if (gate.marker_count >= kMarkers - 2) {  // the oldest must go first: wait for it
+    const RealDriver& real = g_runtime.real;
+    if (real.real_cuEventSynchronize != nullptr) {
+      real.real_cuEventSynchronize(gate.marker[gate.marker_head]);
+    }
+    reap_markers(gate, 0);
+  }
   int slot = (gate.marker_head + gate.marker_count) % kMarkers;
   if (record(gate.marker[slot], stream, per_thread) != CUDA_SUCCESS) return;
   gate.marker_issued[slot] = gate.burst.issued;
@@ -247,6 +264,34 @@ void sleep_unlocked(DeviceGate& gate, std::uint64_t ns) {
   pthread_mutex_lock(&gate.mutex);
 }
 
+// Writes the pending waits' record (compute_trace.h): why, how often, how
+// long, and what admission and the production marks said at the first.
+void trace_waits(DeviceGate& gate, int device) {
+  DeviceGate::PendingWait& p = gate.pending;
+  if (p.reason == nullptr) return;
+  TraceLine("compute-wait", p.start)
+      .num("device", static_cast<std::uint64_t>(device))
+      .str("reason", p.reason)
+      .num("waits", p.waits)
+      .num("wait_ns", p.wait_ns)
+      .num("span_ns", p.end > p.start ? p.end - p.start : 0)
+      .num("burst_launches", p.burst_launches)
+      .num("grant_ns", p.grant_ns)
+      .num("allowed_ns", p.allowed_ns)
+      .num("launch_ns", p.launch_ns)
+      .num("queued_launches", p.queued)
+      .num("prod_slots", static_cast<std::uint64_t>(p.marks.slots))
+      .flag("prod_busy", p.marks.busy)
+      .num("prod_marks", p.marks.marks)
+      .num("prod_beats", p.marks.beats)
+      .num("prod_gap_ns", p.marks.gap_ns)
+      .num("prod_since_clear_ns",
+           p.marks.cleared_ns != 0 && p.start > p.marks.cleared_ns ? p.start - p.marks.cleared_ns
+                                                                   : 0)
+      .emit();
+  p.reason = nullptr;
+}
+
 // A launch starts waiting for `hold` (control_block.h, kHold*): published
 // for gpushare-ctl, so that a job held for long says why.
 void hold_begin(std::uint64_t hold, std::uint64_t now) {
@@ -264,24 +309,22 @@ void note_wait(DeviceGate& gate, int device, std::uint64_t hold, const char* rea
   g_counters.hold_reason.store(kHoldNone, std::memory_order_relaxed);
   g_counters.hold_since_ns.store(0, std::memory_order_relaxed);
   if (trace_enabled()) {
-    coord::job::YieldMarks marks = coord::job::yield_marks(gate.yield_mask);
-    TraceLine("compute-wait", start)
-        .num("device", static_cast<std::uint64_t>(device))
-        .str("reason", reason)
-        .num("wait_ns", end > start ? end - start : 0)
-        .num("burst_launches", gate.burst_launches)
-        .num("grant_ns", grant_ns)
-        .num("allowed_ns", allowed_ns)
-        .num("launch_ns", static_cast<std::uint64_t>(gate.burst.launch_ns))
-        .num("queued_launches", gate.burst.issued - gate.burst.done)
-        .num("prod_slots", static_cast<std::uint64_t>(marks.slots))
-        .flag("prod_busy", marks.busy)
-        .num("prod_marks", marks.marks)
-        .num("prod_beats", marks.beats)
-        .num("prod_gap_ns", marks.gap_ns)
-        .num("prod_since_clear_ns",
-             marks.cleared_ns != 0 && start > marks.cleared_ns ? start - marks.cleared_ns : 0)
-        .emit();
+    DeviceGate::PendingWait& p = gate.pending;
+    if (p.reason != nullptr && p.reason != reason) trace_waits(gate, device);
+    if (p.reason == nullptr) {
+      p.reason = reason;
+      p.start = start;
+      p.waits = p.wait_ns = 0;
+      p.burst_launches = gate.burst_launches;
+      p.marks = coord::job::yield_marks(gate.yield_mask);
+    }
+    ++p.waits;
+    p.wait_ns += end > start ? end - start : 0;
+    p.end = end;
+    p.grant_ns = grant_ns;
+    p.allowed_ns = allowed_ns;
+    p.launch_ns = static_cast<std::uint64_t>(gate.burst.launch_ns);
+    p.queued = gate.burst.issued - gate.burst.done;
   }
   gate.burst_launches = 0;
 }
@@ -385,12 +428,13 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool
       reap(gate, true);
       note_wait(gate, device, kHoldOwnWork, "queue-bound", now, 0, 0);
     } else {
-      hold_begin(gate.state.time_tokens_ns <= 0 ? kHoldComputeCap : kHoldLaunchBudget, now);
+      bool cap = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0 &&
+                 limits.yield_mask == 0 && gate.state.time_tokens_ns <= 0;
+      hold_begin(cap ? kHoldComputeCap : kHoldLaunchBudget, now);
       pthread_mutex_unlock(&gate.mutex);
       timespec pause{0, static_cast<long>(decision.sleep_ns)};
       nanosleep(&pause, nullptr);
       pthread_mutex_lock(&gate.mutex);
-      bool cap = gate.state.time_tokens_ns <= 0;
       note_wait(gate, device, cap ? kHoldComputeCap : kHoldLaunchBudget, cap ? "cap" : "budget",
                 now, 0, 0);
       gate.burst_fresh = true;  // the GPU may have idled: no stretch timed across it
@@ -435,6 +479,7 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
   pthread_mutex_lock(&gate.mutex);
   std::uint64_t now = 0;
   ThrottleLimits limits = wait_for_turn(gate, device, stream, per_thread, &now);
+  if (gate.pending.reason != nullptr) trace_waits(gate, device);  // a launch goes now
   if (!limits.any()) {
     throttle_reset(&gate.state);
     pthread_mutex_unlock(&gate.mutex);
@@ -520,6 +565,7 @@ void throttle_after_fork() {
     gate.failed = false;
     gate.head = gate.count = 0;
     gate.burst = BurstState{};
+    gate.pending = DeviceGate::PendingWait{};
     gate.burst_fresh = true;
     gate.marker_head = gate.marker_count = 0;
     gate.last_done_marker = -1;

@@ -170,11 +170,16 @@ void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns, bo
   if (launches == 0 || gpu_ns == 0) return;
   double each = static_cast<double>(gpu_ns) / static_cast<double>(launches);
   if (!clean) {
-    // Another context may have run in the stretch: an upper bound only.
-    if (s->launch_ns <= 0) {
-      if (each < kInitialLaunchNs) s->launch_ns = each;
-    } else if (each < s->launch_ns) {
-      s->launch_ns -= (s->launch_ns - each) / 8;
+    // Another context may have run in the stretch: an upper bound of our
+    // cost. It lowers the figure by an eighth, or raises it to at most
+    // twice what it was (so a figure follows a costlier job within a few
+    // stretches, but one stretch that held production's work cannot make
+    // it arbitrarily high).
+    double cost = burst_cost(*s);
+    if (each < cost) {
+      s->launch_ns = s->launch_ns <= 0 ? each : cost - (cost - each) / 8;
+    } else {
+      s->launch_ns = min_double(each, 2 * cost);
     }
     return;
   }

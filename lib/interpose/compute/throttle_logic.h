@@ -148,8 +148,9 @@ bool burst_age(BurstState* state, std::uint64_t now_ns);
 /// of a followed production job ran meanwhile: throttle.cc) teaches a
 /// higher figure at once and a lower one by an eighth (underestimating
 /// queues more than a gap holds); one that another context's work may
-/// have stretched only lowers the figure (by an eighth), never raises it:
-/// it is an upper bound on our cost, not a measure of it.
+/// have stretched is an upper bound of our cost, not a measure of it: it
+/// lowers the figure by an eighth or raises it to at most twice what it
+/// was (from the assumed kInitialLaunchNs when nothing was learned).
 void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns,
                  bool clean = true);
 
