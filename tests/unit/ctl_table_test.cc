@@ -49,7 +49,8 @@ TEST_CASE("the job table's header names each column with its unit", "[ctl][table
   std::string table = gpushare::ctl::job_table({});
   CHECK(table ==
         "ID  NAME  PID  UID  QOS  DEVICE  MEM-USED  MEM-LIMIT  LAUNCHES  SPEED  SOLO-SPEED  "
-        "SLOWDOWN  LAUNCH-BUDGET  MAX-QUEUED  GPU-TIME  GPU-TIME-LIMIT  GPU-TIME-CAP  STATE\n");
+        "SLOWDOWN  LAUNCH-BUDGET  MAX-QUEUED  GPU-TIME  GPU-TIME-LIMIT  GPU-TIME-CAP  STATE  "
+        "GPU-LAST-S  HOLD\n");
 }
 
 TEST_CASE("speeds carry their unit, iterations or launches", "[ctl][table]") {
