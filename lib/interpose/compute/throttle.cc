@@ -310,7 +310,7 @@ void note_wait(DeviceGate& gate, int device, std::uint64_t hold, const char* rea
   g_counters.hold_since_ns.store(0, std::memory_order_relaxed);
   if (trace_enabled()) {
     DeviceGate::PendingWait& p = gate.pending;
-    if (p.reason != nullptr && p.reason != reason) trace_waits(gate, device);
+    if (p.reason != nullptr && std::strcmp(p.reason, reason) != 0) trace_waits(gate, device);
     if (p.reason == nullptr) {
       p.reason = reason;
       p.start = start;
