@@ -38,7 +38,7 @@ wait_for "the opportunistic job to be held for production's gaps" 15 \
 # in production's gaps.
 wait_for "its GPU time of the last window" 10 gpu_moved
 gpushare-ctl show --format table opp >"$scratch/table"
-expect_grep ' (waiting-for-gap|learning)$' "$scratch/table"
+expect_grep ' +(waiting-for-gap|learning) +running *$' "$scratch/table"
 gpushare-ctl metrics >"$scratch/metrics"
 expect_grep 'gpushare_job_hold\{.*job_name="opp".*reason="(waiting-for-gap|learning)"\} 1' \
   "$scratch/metrics"

@@ -119,8 +119,8 @@ std::string job_table(const std::vector<ordered_json>& records) {
   // header's words; gpushare-ctl(1) says how each is measured.
   std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
                             "LAUNCHES", "SPEED", "SOLO-SPEED", "SLOWDOWN", "LAUNCH-BUDGET",
-                            "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "STATE",
-                            "GPU-LAST-S", "HOLD"}};
+                            "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "GPU-LAST-S",
+                            "HOLD", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back(
@@ -129,8 +129,7 @@ std::string job_table(const std::vector<ordered_json>& records) {
          text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
          with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
          percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
-         percent(r, "compute_cap_pct", "none"), state(r), gpu_last_window(r),
-         text(r, "hold").empty() ? "-" : text(r, "hold")});
+         percent(r, "compute_cap_pct", "none"), gpu_last_window(r), text(r, "hold"), state(r)});
   }
   return render(rows);
 }

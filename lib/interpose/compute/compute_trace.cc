@@ -104,14 +104,15 @@ bool open_locked() {
   char path[sizeof g_runtime.settings.compute_trace_path + 32];
   if (!expand_path(path, sizeof path)) {
     g_trace.failed = true;
-    GS_WARN("GPUSHARE_COMPUTE_TRACE: the path is too long once %%p is expanded");
+    GS_ERROR("GPUSHARE_COMPUTE_TRACE: the path is too long once %%p is expanded (the trace is off)");
     return false;
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
   if (fd < 0) {
     g_trace.failed = true;
-    GS_WARN("GPUSHARE_COMPUTE_TRACE: cannot create '%s': %s (the trace is off)", path,
-            strerror(errno));
+    // At the default log level: the user asked for this trace.
+    GS_ERROR("GPUSHARE_COMPUTE_TRACE: cannot create '%s': %s (the trace is off)", path,
+             strerror(errno));
     return false;
   }
   g_trace.fd = fd;

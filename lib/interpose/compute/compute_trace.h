@@ -10,7 +10,7 @@
 // cannot be turned against the job (a planted link to a file of the
 // user's is not followed, a planted file is not appended to), and a second
 // run over the same path loses nothing of the first; the trace is then
-// off, with a warning, for that process.
+// off for that process, which says so once on stderr.
 //
 // Cost. Records are written only where the launch path already waits or
 // retires a marker event (once per wait or per few dozen launches, never
