@@ -498,11 +498,13 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
     bool host_gap = !gate.burst_fresh && burst_breaks(gate.burst, now);
     if ((gate.burst_fresh || host_gap) && ensure_events(gate)) {
       ++gate.burst_id;
-      if (trace_enabled()) {
+      // After a wait the wait's record says why; a burst is worth its own
+      // record when it starts the job or a host pause started it.
+      if (trace_enabled() && (host_gap || gate.burst.issued == 0)) {
         TraceLine("compute-burst", now)
             .num("device", static_cast<std::uint64_t>(device))
             .num("burst", gate.burst_id)
-            .str("cause", host_gap ? "host-gap" : gate.burst.issued == 0 ? "first" : "wait")
+            .str("cause", host_gap ? "host-gap" : "first")
             .num("host_gap_ns",
                  gate.burst.last_launch_ns != 0 ? now - gate.burst.last_launch_ns : 0)
             .num("cover_ns", burst_cover_ns(gate.burst))
