@@ -11,6 +11,8 @@
 
 #include <cstring>
 
+#include "coord/contract/control_block.h"
+#include "coord/job/job_client.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
 
@@ -245,6 +247,14 @@ void TraceLine::emit() {
     }
   }
   pthread_mutex_unlock(&g_trace.mutex);
+}
+
+const char* trace_pause_reason() {
+  const coord::LimitsPage* page = coord::job::g_launch_gate.page.load(std::memory_order_acquire);
+  std::uint32_t bits = page != nullptr ? page->paused.load(std::memory_order_relaxed) : 0;
+  if (bits == (coord::kPauseOperator | coord::kPauseHostMemory)) return "operator+host-memory";
+  if (bits == coord::kPauseHostMemory) return "host-memory";
+  return "operator";
 }
 
 void trace_flush() {

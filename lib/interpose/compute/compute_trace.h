@@ -59,6 +59,10 @@ class TraceLine {
   bool overflow_ = false;
 };
 
+/// Why the job is paused now, in the trace's words: "operator",
+/// "host-memory" or "operator+host-memory" (the limits page's bits).
+const char* trace_pause_reason();
+
 /// Writes what is buffered (at exit, and before a process image is lost).
 void trace_flush();
 

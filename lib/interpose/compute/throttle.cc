@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "coord/job/job_client.h"
@@ -76,6 +77,8 @@ struct DeviceGate {
   } pending;
   std::uint64_t yield_mask = 0;        ///< the mask of the last admission
   std::uint64_t burst_launches = 0;    ///< launches since the last wait (the trace's burst)
+  CUstream last_stream = nullptr;      ///< where the last burst launch went
+  bool last_per_thread = false;
   int marker_head = 0;
   int marker_count = 0;
   int last_done_marker = -1;  ///< the newest finished marker's slot, or -1
@@ -83,6 +86,9 @@ struct DeviceGate {
 };
 
 constinit DeviceGate g_gates[kMaxDevices];
+// Whether any gate has admitted a burst launch: the synchronisation hooks'
+// only cost for other jobs (throttle_before_sync).
+constinit std::atomic<bool> g_bursting{false};
 
 std::uint64_t now_ns() {
   timespec ts;
@@ -447,21 +453,12 @@ ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool
   return limits;
 }
 
-// The job's pause (operator, host memory, or both), for the trace.
-const char* pause_reason() {
-  const coord::LimitsPage* page = coord::job::g_launch_gate.page.load(std::memory_order_acquire);
-  std::uint32_t bits = page != nullptr ? page->paused.load(std::memory_order_relaxed) : 0;
-  if (bits == (coord::kPauseOperator | coord::kPauseHostMemory)) return "operator+host-memory";
-  if (bits == coord::kPauseHostMemory) return "host-memory";
-  return "operator";
-}
-
 }  // namespace
 
 LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
   if (coord::job::paused()) {
     std::uint64_t start = now_ns();
-    const char* reason = pause_reason();
+    const char* reason = trace_pause_reason();
     hold_begin(kHoldPaused, start);
     coord::job::wait_while_paused();
     std::uint64_t end = now_ns();
@@ -514,6 +511,9 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
       record_marker(gate, stream, per_thread);  // the burst's start, to time it from
     }
     gate.burst_fresh = false;
+    gate.last_stream = stream;
+    gate.last_per_thread = per_thread;
+    if (!g_bursting.load(std::memory_order_relaxed)) g_bursting.store(true);
     burst_launched(&gate.burst, now);
     ++gate.burst_launches;
     return ticket;
@@ -547,6 +547,21 @@ void throttle_after(LaunchTicket* ticket, CUresult result) {
   pthread_mutex_unlock(&gate.mutex);
 }
 
+void throttle_before_sync() {
+  if (!g_bursting.load(std::memory_order_relaxed)) return;
+  std::uint64_t now = now_ns();
+  for (DeviceGate& gate : g_gates) {
+    if (!gate.ready || gate.burst.issued <= gate.last_marker_issued) continue;
+    if (pthread_mutex_trylock(&gate.mutex) != 0) continue;  // a launcher is at work
+    // After a host pause the GPU may have idled since the last launch: a
+    // marker now would count it; the tail then goes untimed, as before.
+    if (gate.burst.issued > gate.last_marker_issued && !burst_breaks(gate.burst, now)) {
+      record_marker(gate, gate.last_stream, gate.last_per_thread);
+    }
+    pthread_mutex_unlock(&gate.mutex);
+  }
+}
+
 void throttle_reap_all() {
   for (DeviceGate& gate : g_gates) {
     if (!gate.ready) continue;
@@ -573,6 +588,7 @@ void throttle_after_fork() {
     gate.last_done_marker = -1;
     gate.last_marker_issued = 0;
     gate.burst_launches = 0;
+    gate.last_stream = nullptr;
   }
   trace_after_fork();
 }

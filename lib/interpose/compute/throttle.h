@@ -101,6 +101,14 @@ struct LaunchTicket {
 LaunchTicket throttle_gate(CUstream stream, bool per_thread);
 void throttle_after(LaunchTicket* ticket, CUresult result);
 
+/// Before a synchronising call: a burst whose last launches no marker
+/// follows gets one (when no host pause came between), so that the
+/// iteration's tail is timed too; a job that synchronises every few dozen
+/// launches would otherwise have nothing timed, since the next launch
+/// after the synchronisation starts a new burst. Free for a job whose
+/// launches are not gated (one load).
+void throttle_before_sync();
+
 /// After a synchronising call returned: tracked launches that finished are
 /// reaped (their GPU time debited) without waiting.
 void throttle_reap_all();
