@@ -17,13 +17,8 @@
 namespace gpushare::interpose {
 namespace {
 
-using coord::kHoldComputeCap;
-using coord::kHoldLaunchBudget;
-using coord::kHoldNone;
-using coord::kHoldOwnWork;
-using coord::kHoldPaused;
-using coord::kHoldProductionBusy;
-using coord::kHoldProductionDue;
+using coord::kHoldComputeCap, coord::kHoldLaunchBudget, coord::kHoldNone, coord::kHoldOwnWork,
+    coord::kHoldPaused, coord::kHoldProductionBusy, coord::kHoldProductionDue;
 
 constexpr int kRing = 64;
 // Marker events of the yield's bursts: a ring, at most kMarkers - 2 in
@@ -57,6 +52,8 @@ struct DeviceGate {
   // The yield's bursts (throttle.h): admission state, and the markers.
   BurstState burst;
   bool burst_fresh = true;  ///< the next launch starts a burst (after a wait)
+  bool host_gap = false;    ///< ... because the host paused (burst_admit saw it)
+  std::uint64_t gap_ns = 0, gap_cover_ns = 0;  ///< that pause, and what covered it
   std::uint64_t burst_id = 0;
   CUevent marker[kMarkers] = {};
   std::uint64_t marker_issued[kMarkers] = {};  ///< burst.issued when recorded
@@ -343,6 +340,16 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   gate.yield_mask = limits.yield_mask;
   bool tracked = ensure_events(gate);
   if (tracked) reap_markers(gate, 0);
+  // The host paused longer than our queued work covers since the last
+  // launch: the GPU may have idled, so no marker recorded from now on (a
+  // wait's included) is timed against one before (throttle.h).
+  if (!gate.burst_fresh && burst_breaks(gate.burst, now)) {
+    gate.host_gap = true;
+    gate.gap_ns = now - gate.burst.last_launch_ns;
+    gate.gap_cover_ns = burst_cover_ns(gate.burst);
+    gate.burst_fresh = true;
+    ++gate.burst_id;
+  }
   double before = gate.burst.launch_ns;
   if (burst_age(&gate.burst, now) && trace_enabled()) {
     TraceLine("compute-age", now)
@@ -489,28 +496,24 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
   if (limits.yield_mask != 0) {
     // A burst's launch: not tracked by itself; markers follow the burst.
     ticket.burst = true;
-    // A launch after a host pause longer than our queued work covers
-    // starts a new burst too: the GPU may have idled, and a stretch timed
-    // across the pause would take it for GPU time (throttle.h).
-    bool host_gap = !gate.burst_fresh && burst_breaks(gate.burst, now);
-    if ((gate.burst_fresh || host_gap) && ensure_events(gate)) {
+    if (gate.burst_fresh && ensure_events(gate)) {
       ++gate.burst_id;
       // After a wait the wait's record says why; a burst is worth its own
       // record when it starts the job or a host pause started it.
-      if (trace_enabled() && (host_gap || gate.burst.issued == 0)) {
+      if (trace_enabled() && (gate.host_gap || gate.burst.issued == 0)) {
         TraceLine("compute-burst", now)
             .num("device", static_cast<std::uint64_t>(device))
             .num("burst", gate.burst_id)
-            .str("cause", host_gap ? "host-gap" : "first")
-            .num("host_gap_ns",
-                 gate.burst.last_launch_ns != 0 ? now - gate.burst.last_launch_ns : 0)
-            .num("cover_ns", burst_cover_ns(gate.burst))
+            .str("cause", gate.host_gap ? "host-gap" : "first")
+            .num("host_gap_ns", gate.host_gap ? gate.gap_ns : 0)
+            .num("cover_ns", gate.host_gap ? gate.gap_cover_ns : 0)
             .num("launch_ns", static_cast<std::uint64_t>(gate.burst.launch_ns))
             .emit();
       }
       record_marker(gate, stream, per_thread);  // the burst's start, to time it from
     }
     gate.burst_fresh = false;
+    gate.host_gap = false;
     gate.last_stream = stream;
     gate.last_per_thread = per_thread;
     if (!g_bursting.load(std::memory_order_relaxed)) g_bursting.store(true);
