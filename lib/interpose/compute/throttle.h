@@ -49,18 +49,24 @@
 //       work could keep the GPU busy (burst_cover_ns: the launches not
 //       known finished at the learned cost, but never above the assumed
 //       kInitialLaunchNs, since an overestimate here is what would let a
-//       pause through; at least kBurstBreakMinNs) starts a new burst, with
-//       its own start marker: that marker finishes when the GPU reaches
-//       it, so the next stretch counts only work issued after the pause.
-//       Starting a burst too often costs one event record, never a wrong
-//       figure. Before this, a PyTorch job that paused for a second inside
-//       a burst (cuDNN autotuning, lazy module loading) learned a second
-//       over a few launches and was out for as long as production ran.
-//       (b) Other contexts' time slices: a stretch is clean when no
-//       followed production job was busy when it began and none started
-//       before its end was seen (the page's marks did not move); only a
-//       clean stretch may raise the figure. Any other is an upper bound of
-//       our cost and may only lower it.
+//       pause through; at least kBurstBreakMinNs) starts a new burst. The
+//       pause is seen at admission, before anything records a marker (a
+//       wait's marker included), and the burst's start marker finishes
+//       when the GPU reaches it, so no stretch counts the pause. Starting
+//       a burst too often costs one event record, never a wrong figure.
+//       Since a launch after a synchronisation starts a burst, a marker
+//       goes in just before each synchronising call (throttle_before_sync)
+//       to time the iteration's tail. Before this, a PyTorch job that
+//       paused for a second inside a burst (cuDNN autotuning, lazy module
+//       loading) learned a second over a few launches and was out for as
+//       long as production ran. (b) Other contexts' time slices: a stretch
+//       is clean when no followed production job was busy when it began
+//       and none started before its end was seen (the page's marks did not
+//       move). A clean stretch raises the figure at once; any other is an
+//       upper bound of our cost: it lowers the figure or raises it at most
+//       twofold, so one stretch that held production's work cannot make it
+//       arbitrarily high, yet a job of long kernels beside a busy producer
+//       still reaches its cost within a few stretches.
 //   Estimates age. A figure above kInitialLaunchNs halves for every
 //       kBurstAgeNs with no launch: what nothing can refute does not
 //       stand for ever.
