@@ -222,6 +222,11 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "compute_cap_pct",
                                              "gpu_share_limit_pct",
                                              "compute_phase",
+                                             "hold",
+                                             "window_ns",
+                                             "gpu_ns_last_window",
+                                             "held_ns_last_window",
+                                             "launch_cost_ns",
                                              "devices",
                                              "mem_device_resident_bytes",
                                              "mem_host_resident_bytes"};

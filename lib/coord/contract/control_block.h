@@ -180,6 +180,16 @@
 //       residency.h); already moved from device_resident_bytes to
 //       host_resident_bytes, so those two say where the memory is.
 //
+// Hold reasons (layout 6, telemetry, at the end). An opportunistic job
+// that gets no GPU time says why. Its launch gate stores what its launches
+// wait for now in `hold_reason` (kHold*; kHoldNone while nothing waits)
+// and since when in `hold_since_ns`, adds each wait's length to
+// `held_ns[reason]` when it ends, and publishes in `launch_cost_ns` the GPU
+// time per launch its admission learned (0: not learned yet, so the
+// assumed figure is in force). The coordinator samples them with the
+// compute loop and shows, per job, the reason and the GPU time of its last
+// window (gpushare-ctl(1), "Why a job is held").
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -233,6 +243,17 @@ inline constexpr std::uint64_t kBlocksPools = 16;      ///< stream-ordered (pool
 inline constexpr std::uint64_t kMigrationNone = 0;
 inline constexpr std::uint64_t kMigrationToHost = 1;
 inline constexpr std::uint64_t kMigrationToDevice = 2;
+
+/// Values of TelemetryPage::hold_reason (layout 6): what a job's launches
+/// wait for; also the index of TelemetryPage::held_ns.
+inline constexpr std::uint64_t kHoldNone = 0;             ///< nothing waits
+inline constexpr std::uint64_t kHoldProductionBusy = 1;   ///< a followed production job is busy
+inline constexpr std::uint64_t kHoldProductionDue = 2;    ///< its gap is over: it is due back
+inline constexpr std::uint64_t kHoldOwnWork = 3;          ///< the job's own queued work fills its grant
+inline constexpr std::uint64_t kHoldComputeCap = 4;       ///< a share of GPU time (cap or loop level)
+inline constexpr std::uint64_t kHoldLaunchBudget = 5;     ///< the loop's launch budget
+inline constexpr std::uint64_t kHoldPaused = 6;           ///< the job is paused (limits page)
+inline constexpr int kHoldReasons = 7;
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {
@@ -291,6 +312,10 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> migration_started_ns;                ///< layout 6
   std::atomic<std::uint64_t> migrating_bytes[kMaxDevices];        ///< layout 6
   std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];          ///< layout 6
+  std::atomic<std::uint64_t> hold_reason;                         ///< layout 6: kHold*
+  std::atomic<std::uint64_t> hold_since_ns;   ///< layout 6: CLOCK_MONOTONIC; 0: not held
+  std::atomic<std::uint64_t> held_ns[kHoldReasons];  ///< layout 6: waits so far, per reason
+  std::atomic<std::uint64_t> launch_cost_ns;  ///< layout 6: learned GPU time per launch; 0: none
 };
 
 /// A job's yield page (layout 4; `beats`, layout 5): written by the job
