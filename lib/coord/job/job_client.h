@@ -90,6 +90,9 @@ struct LocalCounters {
   std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];
+  /// The part of mem_used_bytes a waiting production allocation holds
+  /// reserved (layout 6): what the coordinator's refusal would free.
+  std::atomic<std::uint64_t> mem_waiting_bytes[kMaxDevices];
   /// Bumped (release) when a production allocation starts waiting for room.
   std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];
   /// When set, called by the client thread every tick while registered,
