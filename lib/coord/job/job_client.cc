@@ -414,9 +414,11 @@ int attempt_first_registration() {
   g_state.first_attempt_over.store(false, std::memory_order_relaxed);
   Registration registration;
   int fd = -1;
+  std::uint64_t deadline = g_state.started_ns + kRegisterTimeoutMs * 1000000ull;
   Outcome outcome = begin_register(kRegisterTimeoutMs, &fd);
-  if (outcome == Outcome::kPending)
-    outcome = finish_register(fd, kRegisterTimeoutMs, &registration);
+  if (outcome == Outcome::kPending) {
+    outcome = finish_register(fd, remaining_ms(deadline), &registration);
+  }
   if (outcome == Outcome::kPending && g_config.coordinator_expected) {
     warn_line(
         "the coordinator at %s has not answered in %d ms; waiting up to %d s for it, so "
