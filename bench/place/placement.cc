@@ -46,11 +46,11 @@
 #include "common/exit_status.h"
 #include "common/jsonl.h"
 #include "place/cluster/cluster_toml.h"
-#include "place/format.h"
-#include "place/job.h"
-#include "place/job_reader.h"
-#include "place/placer.h"
 #include "place/cluster/state_writer.h"
+#include "place/format.h"
+#include "place/job/job.h"
+#include "place/job/job_reader.h"
+#include "place/placer.h"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "place/cluster/cluster_toml.h"
-#include "place/format.h"
-#include "place/job_reader.h"
-#include "place/placer.h"
 #include "place/cluster/state_writer.h"
+#include "place/format.h"
+#include "place/job/job_reader.h"
+#include "place/placer.h"
 #include "replay_command.h"
 #include "slurm_state.h"
 

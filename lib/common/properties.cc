@@ -14,13 +14,22 @@ Result<Property> split_property(std::string_view text) {
   return property;
 }
 
-Status check_mem_limit(std::string_view text) {
-  if (text == "none") return {};
-  Result<std::uint64_t> bytes = is_percentage(text) ? parse_size(text, 100) : parse_size(text);
-  if (!bytes) return make_error("invalid mem-limit: " + bytes.error().message);
-  if (*bytes == 0) {
+Result<MemLimit> parse_mem_limit(std::string_view text) {
+  MemLimit limit;
+  if (text == "none") return limit;
+  Result<SizeSpec> spec = parse_size_spec_text(text);
+  if (!spec) return make_error("invalid mem-limit: " + spec.error().message);
+  if (!size_spec_positive(*spec)) {
     return make_error("invalid mem-limit '" + std::string(text) + "': must be above 0 (or none)");
   }
+  limit.none = false;
+  limit.spec = *spec;
+  return limit;
+}
+
+Status check_mem_limit(std::string_view text) {
+  Result<MemLimit> limit = parse_mem_limit(text);
+  if (!limit) return limit.error();
   return {};
 }
 

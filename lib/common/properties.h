@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "vocab/job.h"
+#include "vocab/size.h"
 
 namespace gpushare {
 
@@ -28,8 +29,16 @@ struct Property {
 /// Splits "KEY=VALUE" (KEY non-empty; VALUE may contain '=').
 Result<Property> split_property(std::string_view text);
 
-/// A memory limit's form; percentages are resolved later against each
-/// device. "none" passes.
+/// A memory limit as gpushare-run and gpushare-ctl set take it, parsed
+/// once: "none", or a size above zero whose percentage (if it is one) is
+/// resolved later against each device.
+struct MemLimit {
+  bool none = true;
+  SizeSpec spec;
+};
+Result<MemLimit> parse_mem_limit(std::string_view text);
+
+/// parse_mem_limit's verdict alone.
 Status check_mem_limit(std::string_view text);
 
 Result<Qos> parse_qos_property(std::string_view text);

@@ -26,6 +26,14 @@ Error size_error(SizeError error, std::string_view what, std::string_view text,
 
 }  // namespace
 
+Result<SizeSpec> parse_size_spec_text(std::string_view text) {
+  SizeSpec spec;
+  std::string_view unit;
+  SizeError error = parse_size_spec(text, &spec, &unit);
+  if (error != SizeError::kNone) return size_error(error, "size", text, unit);
+  return spec;
+}
+
 bool is_percentage(std::string_view text) { return !text.empty() && text.back() == '%'; }
 
 Result<std::uint64_t> parse_size(std::string_view text,

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "vocab/size.h"
 
 namespace gpushare {
 
@@ -29,6 +30,10 @@ namespace gpushare {
 /// is an error naming the text.
 Result<std::uint64_t> parse_size(std::string_view text,
                                  std::optional<std::uint64_t> capacity_bytes = std::nullopt);
+
+/// Parses a size without resolving it (a percentage stays one); the errors
+/// are parse_size's.
+Result<SizeSpec> parse_size_spec_text(std::string_view text);
 
 /// True when the text is a percentage ("50%"), so callers can defer
 /// resolving it until the device's capacity is known.

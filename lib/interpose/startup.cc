@@ -27,6 +27,8 @@ pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t g_devices_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void log_coordinator_line(const char* line) { GS_DEBUG("coord: %s", line); }
+// Printed at any GPUSHARE_LOG level, like say_when_unregistered's line.
+void warn_coordinator_line(const char* line) { log_message(LogLevel::kWarning, "%s", line); }
 
 // A job launched for a coordinator (GPUSHARE_LAUNCHED_FOR, as gpushare-run
 // and the Slurm hooks set it) that cannot reach one runs on its starting
@@ -66,6 +68,8 @@ void start_coordinator_client(int count) {
   job.compute_cap_ppm = settings.compute_cap_ppm;
   job.tree_path = joined_tree_path();
   job.log = &log_coordinator_line;
+  job.warn = &warn_coordinator_line;
+  job.coordinator_expected = settings.launched_for_coordinator;
   job.debug = settings.debug_client;
   job.device_count = count;
   for (int index = 0; index < count; ++index) {
@@ -147,7 +151,7 @@ void enumerate_devices() {
     GS_WARN("%d devices visible; limits apply to the first %d", count, kMaxDevices);
     count = kMaxDevices;
   }
-  std::uint64_t start_limits[kMaxDevices];
+  std::uint64_t capacities[kMaxDevices];
   for (int index = 0; index < count; ++index) {
     Device& device = rt.devices[index];
     CUdevice handle = 0;
@@ -156,17 +160,7 @@ void enumerate_devices() {
     if (real.real_cuDeviceGetUuid_v2 != nullptr) real.real_cuDeviceGetUuid_v2(&device.uuid, handle);
     if (real.real_cuDeviceTotalMem_v2 != nullptr) real.real_cuDeviceTotalMem_v2(&total, handle);
     device.physical_total = total;
-    start_limits[index] = mem_limit_for(rt.settings, total);
-    char uuid[kUuidTextBytes];
-    format_uuid(device.uuid, uuid);
-    if (start_limits[index] == kNoLimit) {
-      GS_DEBUG("device %d %s: %llu bytes, no limit", index, uuid,
-               static_cast<unsigned long long>(total));
-    } else {
-      GS_DEBUG("device %d %s: %llu bytes, limit %llu bytes", index, uuid,
-               static_cast<unsigned long long>(total),
-               static_cast<unsigned long long>(start_limits[index]));
-    }
+    capacities[index] = total;
   }
   for (int index = 0; index < count; ++index) {
     rt.devices[index].budget.set_mirror(&g_counters.mem_used_bytes[index]);
@@ -174,7 +168,20 @@ void enumerate_devices() {
   join_process_tree(count);  // one budget for the job's processes
   // The job side owns the limits; they are in place before any hook can see
   // the devices, so no allocation passes unlimited in between.
-  coord::job::set_start_limits(start_limits, count);
+  coord::job::start_limits_from_capacities(capacities, count);
+  for (int index = 0; index < count; ++index) {
+    char uuid[kUuidTextBytes];
+    format_uuid(rt.devices[index].uuid, uuid);
+    std::uint64_t limit = coord::job::start_mem_limit(index);
+    std::uint64_t total = capacities[index];
+    if (limit == kNoLimit) {
+      GS_DEBUG("device %d %s: %llu bytes, no limit", index, uuid,
+               static_cast<unsigned long long>(total));
+    } else {
+      GS_DEBUG("device %d %s: %llu bytes, limit %llu bytes", index, uuid,
+               static_cast<unsigned long long>(total), static_cast<unsigned long long>(limit));
+    }
+  }
   rt.device_count.store(count, std::memory_order_release);
   start_coordinator_client(count);
 }
@@ -204,6 +211,11 @@ const char* environment_value(const char* name) { return std::getenv(name); }
 // Step 1: settings, once, when the library loads.
 __attribute__((constructor)) void read_settings_at_load() {
   read_settings(&environment_value, &g_runtime.settings);
+  const Settings& settings = g_runtime.settings;
+  // Parsed once; from here on the owner of the job's limits holds it.
+  if (settings.error[0] == '\0') {
+    coord::job::request_mem_limit(settings.has_mem_limit ? &settings.mem_limit : nullptr);
+  }
   pthread_atfork(nullptr, nullptr, &reset_after_fork);
 }
 

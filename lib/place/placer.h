@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "place/cluster/cluster.h"
-#include "place/job.h"
+#include "place/job/job.h"
 
 namespace gpushare::place {
 

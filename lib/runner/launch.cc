@@ -103,12 +103,16 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
     set(env::kComputeTrace, path);
   }
 
-  if (request.mem_limit && *request.mem_limit != "none") {
-    // Percentages are resolved by the interposer, which knows the device;
-    // everything else is normalised to plain bytes here.
-    const std::string& text = *request.mem_limit;
-    if (Status ok = check_mem_limit(text); !ok) return ok.error();
-    set(env::kMemLimit, is_percentage(text) ? text : std::to_string(*parse_size(text)));
+  if (request.mem_limit) {
+    // Parsed once here. Percentages are resolved by the interposer, which
+    // knows the device; everything else is normalised to plain bytes.
+    Result<MemLimit> limit = parse_mem_limit(*request.mem_limit);
+    if (!limit) return limit.error();
+    std::uint64_t bytes = 0;
+    if (!limit->none && !limit->spec.percent) resolve_size(limit->spec, false, 0, &bytes);
+    if (!limit->none) {
+      set(env::kMemLimit, limit->spec.percent ? *request.mem_limit : std::to_string(bytes));
+    }
   }
 
   std::string name = request.name ? *request.name : basename_of(request.command.front());

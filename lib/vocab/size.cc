@@ -69,6 +69,12 @@ bool scale_decimal(const SizeSpec& number, std::uint64_t multiplier, std::uint64
   return !__builtin_add_overflow(*result, static_cast<std::uint64_t>(part), result);
 }
 
+bool size_spec_positive(const SizeSpec& spec) {
+  if (spec.percent) return spec.whole != 0 || spec.fraction != 0;
+  std::uint64_t bytes = 0;
+  return scale_decimal(spec, spec.multiplier, &bytes) && bytes != 0;
+}
+
 SizeError parse_size_spec(std::string_view text, SizeSpec* spec, std::string_view* unit) {
   SizeError error = parse_decimal_prefix(text, spec, unit);
   if (error != SizeError::kNone) return error;

@@ -43,6 +43,11 @@ SizeError resolve_size(const SizeSpec& spec, bool has_capacity, std::uint64_t ca
 /// Parses a decimal number at the start of `text` (used for durations too).
 SizeError parse_decimal_prefix(std::string_view text, SizeSpec* spec, std::string_view* rest);
 
+/// Whether a parsed limit is above zero: a percentage above 0%, or at least
+/// one byte. Checked on the spec, before any device is known, so that
+/// gpushare-run and the interposer accept the same limits.
+bool size_spec_positive(const SizeSpec& spec);
+
 /// whole * multiplier + fraction * multiplier / scale, false on overflow.
 bool scale_decimal(const SizeSpec& number, std::uint64_t multiplier, std::uint64_t* result);
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/jsonl.h"
-#include "place/job.h"
-#include "place/job_reader.h"
+#include "place/job/job.h"
+#include "place/job/job_reader.h"
 
 namespace gpushare::place::oracle {
 

@@ -20,6 +20,14 @@ ArbiterJob production(std::uint64_t id, std::uint64_t held, std::uint64_t reques
   return job;
 }
 
+// A production job holding `held` and waiting for an allocation of
+// `waiting` more, already charged to its budget (so inside held_bytes).
+ArbiterJob waiting(std::uint64_t id, std::uint64_t held, std::uint64_t waiting) {
+  ArbiterJob job = production(id, held + waiting);
+  job.waiting_bytes = waiting;
+  return job;
+}
+
 ArbiterJob opportunistic(std::uint64_t id, std::uint64_t managed, std::uint64_t pinned = 0,
                          std::uint64_t limit = kNoLimit) {
   ArbiterJob job;
@@ -77,13 +85,49 @@ TEST_CASE("arbiter says a request does not fit when pinned and production memory
   ArbiterResult r = arbitrate(
       80 * kGiB, {production(1, 60 * kGiB, 16 * kGiB), opportunistic(2, 20 * kGiB, 8 * kGiB)});
   REQUIRE_FALSE(r.fits);
-  REQUIRE(r.opportunistic_room == 0);
-  REQUIRE(r.targets[0].device_resident_target == 0);
+  // The refused request leaves: the opportunistic job has the rest.
+  REQUIRE(r.refused == std::vector<std::size_t>{0});
+  REQUIRE(r.opportunistic_room == 12 * kGiB);
+  REQUIRE(r.targets[0].device_resident_target == 12 * kGiB);
   // Two production jobs alone over the device: no spill helps them.
   ArbiterResult both =
       arbitrate(80 * kGiB, {production(1, 50 * kGiB), production(3, 0, 40 * kGiB)});
   REQUIRE_FALSE(both.fits);
+  REQUIRE(both.refused == std::vector<std::size_t>{1});
   REQUIRE(both.targets.empty());
+}
+
+TEST_CASE("arbiter refuses only the waits that cannot fit, the largest first", "[arbiter]") {
+  // 10 GiB: 2 held plus a 6 GiB wait, 1 held plus a 3 GiB wait, 1 GiB
+  // pinned: 13 GiB. Refusing the 6 GiB wait lets the 3 GiB one fit.
+  ArbiterResult r =
+      arbitrate(10 * kGiB, {waiting(1, 2 * kGiB, 6 * kGiB), opportunistic(2, 4 * kGiB, kGiB),
+                            waiting(3, 1 * kGiB, 3 * kGiB)});
+  REQUIRE_FALSE(r.fits);
+  REQUIRE(r.refused == std::vector<std::size_t>{0});
+  // 2 + 4 + 1 fixed once the wait is gone: 3 GiB for managed memory.
+  REQUIRE(r.opportunistic_room == 3 * kGiB);
+  REQUIRE(r.targets[0].device_resident_target == 3 * kGiB);
+}
+
+TEST_CASE("arbiter refuses the fewest waits, the later of two equal ones first", "[arbiter]") {
+  // Three 4 GiB waits beside 2 GiB held, on 10 GiB: two fit.
+  std::vector<ArbiterJob> jobs{waiting(1, kGiB, 4 * kGiB), waiting(2, kGiB, 4 * kGiB),
+                               waiting(3, 0, 4 * kGiB)};
+  ArbiterResult r = arbitrate(10 * kGiB, jobs);
+  REQUIRE_FALSE(r.fits);
+  REQUIRE(r.refused == std::vector<std::size_t>{2});
+  // Several refusals: a 5 GiB and a 4 GiB wait must go for the 1 GiB ones.
+  ArbiterResult many = arbitrate(8 * kGiB, {waiting(1, 3 * kGiB, 5 * kGiB), waiting(2, 0, kGiB),
+                                            waiting(3, 2 * kGiB, 4 * kGiB), waiting(4, 0, kGiB)});
+  REQUIRE(many.refused == std::vector<std::size_t>{0, 2});
+  // What production holds outside its waits leaves room for none: all go.
+  ArbiterResult none =
+      arbitrate(8 * kGiB, {waiting(1, 7 * kGiB, 2 * kGiB), waiting(2, 2 * kGiB, kGiB)});
+  REQUIRE(none.refused == std::vector<std::size_t>{0, 1});
+  REQUIRE(none.opportunistic_room == 0);
+  // Everything fits: nothing is refused.
+  REQUIRE(arbitrate(20 * kGiB, jobs).refused.empty());
 }
 
 TEST_CASE("arbiter restores opportunistic memory when production frees", "[arbiter]") {

@@ -2,13 +2,13 @@
 #include <map>
 #include <string>
 
+#include "coord/job/limits.h"
 #include "interpose/core/settings.h"
 
 using gpushare::kNoLimit;
-using gpushare::interpose::LogLevel;
-using gpushare::interpose::mem_limit_for;
 using gpushare::kQosOpportunistic;
 using gpushare::kQosProduction;
+using gpushare::interpose::LogLevel;
 using gpushare::interpose::read_settings;
 using gpushare::interpose::Settings;
 
@@ -25,6 +25,15 @@ Settings settings_from(std::map<std::string, std::string> env) {
   Settings settings;
   read_settings(&fake_getenv, &settings);
   return settings;
+}
+
+// The limit on a device of `total` bytes once the settings' request is
+// handed to its owner, as the interposer does at load.
+std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t total) {
+  gpushare::coord::job::request_mem_limit(settings.has_mem_limit ? &settings.mem_limit : nullptr);
+  std::uint64_t limit = gpushare::coord::job::requested_mem_limit(total);
+  gpushare::coord::job::request_mem_limit(nullptr);
+  return limit;
 }
 
 }  // namespace
@@ -46,6 +55,10 @@ TEST_CASE("limits in bytes, units and percentages of each device", "[interpose]"
   Settings half = settings_from({{"GPUSHARE_MEM_LIMIT", "50%"}});
   CHECK(mem_limit_for(half, 16ull << 30) == 8ull << 30);
   CHECK(mem_limit_for(half, 80ull << 30) == 40ull << 30);
+  // Parsed once, above zero on the spec: a small percentage is a limit.
+  Settings small = settings_from({{"GPUSHARE_MEM_LIMIT", "0.5%"}});
+  CHECK(small.error[0] == '\0');
+  CHECK(mem_limit_for(small, 16ull << 30) == (16ull << 30) / 200);
 }
 
 TEST_CASE("every other setting is read", "[interpose]") {

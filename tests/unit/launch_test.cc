@@ -77,6 +77,12 @@ TEST_CASE("sizes are normalised to bytes, percentages passed on", "[run]") {
   CHECK(env_of(*plan_launch(request, kPaths, env.getter()))["GPUSHARE_MEM_LIMIT"] == "2147483648");
   request.mem_limit = "50%";
   CHECK(env_of(*plan_launch(request, kPaths, env.getter()))["GPUSHARE_MEM_LIMIT"] == "50%");
+  // Above zero on the spec, as the interposer checks it: a small share of
+  // any device is a limit, not zero.
+  request.mem_limit = "0.5%";
+  CHECK(env_of(*plan_launch(request, kPaths, env.getter()))["GPUSHARE_MEM_LIMIT"] == "0.5%");
+  request.mem_limit = "none";
+  CHECK(env_of(*plan_launch(request, kPaths, env.getter())).count("GPUSHARE_MEM_LIMIT") == 0);
 }
 
 TEST_CASE("invalid settings are refused before exec, naming the value", "[run]") {

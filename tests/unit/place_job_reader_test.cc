@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/jsonl.h"
-#include "place/job.h"
-#include "place/job_reader.h"
-#include "place/job_scan.h"
 #include "../support/job_reader_oracle.h"
+#include "common/jsonl.h"
+#include "place/job/job.h"
+#include "place/job/job_reader.h"
+#include "place/job/job_scan.h"
 
 namespace place = gpushare::place;
 

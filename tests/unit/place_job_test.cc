@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "place/job.h"
+#include "place/job/job.h"
 
 using gpushare::place::ClassHint;
 using gpushare::place::Job;

@@ -16,7 +16,7 @@
 #include "common/diag.h"
 #include "place/cluster/cluster_toml.h"
 #include "place/format.h"
-#include "place/job.h"
+#include "place/job/job.h"
 #include "place/placer.h"
 
 using gpushare::place::Job;

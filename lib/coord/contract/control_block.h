@@ -92,7 +92,11 @@
 // cannot move), it stores that sequence number into mem_refused_seq (limits
 // page); the waiting allocation then fails at once with out-of-memory
 // instead of at the end of its 2 s wait. A verdict names one wait: the next
-// wait has a new number.
+// wait has a new number. Since layout 6 the job also publishes, beside
+// mem_used_bytes, the part of it its waiting allocation holds reserved
+// (mem_waiting_bytes), so that the arbiter knows what each refusal frees
+// and refuses only the fewest waits that let the others fit, the largest
+// first (memory_arbiter.h).
 //
 // Suspend and resume (layout version 4).
 //   suspend_request (limits page, at the end)  1: the coordinator asks the
@@ -285,7 +289,10 @@ struct LimitsPage {
 /// Per-device usage, written by the job.
 struct DeviceTelemetry {
   std::atomic<std::uint64_t> mem_used_bytes;
-  std::atomic<std::uint64_t> reserved[3];
+  /// Layout 6: the bytes of a waiting production allocation that are
+  /// already in mem_used_bytes (see "No room coming"); 0 when none waits.
+  std::atomic<std::uint64_t> mem_waiting_bytes;
+  std::atomic<std::uint64_t> reserved[2];
 };
 
 struct TelemetryPage {

@@ -1,20 +1,34 @@
-// The job side's internal state (client.cc) shared with its registration
-// (registration.cc). Job side only: libc and pthreads, no libstdc++.
+// The job side's internal state, shared by the client (job_client.cc), its
+// registration (registration.cc) and the limits' owner (limits.cc), and
+// defined beside this declaration (client_state.cc). The limits the job
+// runs on while unregistered are not here: limits.cc owns them. Job side
+// only: libc and pthreads, no libstdc++.
 #pragma once
 
 #include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "coord/job/yield.h"
 
 namespace gpushare::coord::job::client_detail {
 
 constexpr int kRegisterTimeoutMs = 200;         // in client_start, on the CUDA init path
+// How long client_start waits for an answer from a coordinator the job was
+// launched for (gpushare-run started or found it: GPUSHARE_LAUNCHED_FOR):
+// a slow answer means a loaded machine, and a job that waits is
+// coordinated from its first launch. Bounded, so that a wedged coordinator
+// costs a job's start 10 s at most.
+constexpr int kExpectedRegisterTimeoutMs = 10000;
 constexpr int kThreadRegisterTimeoutMs = 2000;  // in the background thread
+// How long the background thread waits for the answer to client_start's
+// attempt before it gives up on it and tries again.
+constexpr int kPendingAnswerMs = 30000;
 constexpr int kTelemetryPeriodMs = 10;
 constexpr int kRetryFirstMs = 100;
 constexpr int kRetryMaxMs = 500;
@@ -36,31 +50,28 @@ struct Config {
   int device_count;
   unsigned char uuids[kMaxDevices][16];
   std::uint64_t mem_total_bytes[kMaxDevices];
-  std::uint64_t start_limit_bytes[kMaxDevices];
   std::uint64_t compute_cap_ppm;  // GPUSHARE_COMPUTE; kNoLimit for none
   void (*log)(const char*);
+  void (*warn)(const char*);  // lines the user must see; null: log
+  bool coordinator_expected;  // JobIdentity::coordinator_expected
   bool debug;
   LocalCounters* counters;
 };
 
 struct State {
-  // Stored inverted (~limit), so that the zero-initialised state reads as
-  // kNoLimit before client_start.
-  std::atomic<std::uint64_t> fallback_limit_inverted[kMaxDevices];
-  std::atomic<std::uint32_t> fallback_qos;
-  // The compute limits kept while unregistered, stored like the memory
-  // limits (inverted, so zero reads as kNoLimit), and whether any is set.
-  std::atomic<std::uint64_t> fallback_budget_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_window_ns[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_queued_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_cap_inverted[kMaxDevices];
-  std::atomic<std::uint64_t> fallback_yield_mask[kMaxDevices];
   std::atomic<std::uint64_t> last_job_id;
   std::atomic<std::uint64_t> registrations;
   std::atomic<int> running;
   std::atomic<int> socket_fd;  // +1, so that 0 means none (zero-initialised)
   std::atomic<int> wake_fd;    // +1, likewise
   std::atomic<bool> atfork_installed;
+  // client_start's attempt is over (registered or not): a registration
+  // after this is a late one, which the job says once.
+  std::atomic<bool> first_attempt_over;
+  std::uint64_t started_ns;  // when client_start began
+  // The background thread starts with client_start's attempt still
+  // waiting for its answer on the descriptor it is given.
+  bool first_pending;
   pthread_t thread;
   TelemetryPage* telemetry;  // the background thread's only
   // A dead coordinator's page that still holds launches (its `paused` set)
@@ -75,7 +86,9 @@ extern Config g_config;
 
 extern State g_state;
 
-enum class Outcome { kRegistered, kUnreachable, kRefused };
+/// kPending: the request is sent and the connection open, but no answer
+/// came before the deadline.
+enum class Outcome { kRegistered, kUnreachable, kRefused, kPending };
 
 struct Registration {
   int fd = -1;
@@ -85,13 +98,22 @@ struct Registration {
 };
 
 void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+/// A line the user must see (Config::warn), once per call.
+void warn_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::uint64_t now_ns();
 int remaining_ms(std::uint64_t deadline_ns);
-/// The memory limit kept for `device` while unregistered (client.cc).
-std::uint64_t fallback_limit(int device);
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout);
 
 /// Connects, registers (bounded by `timeout_ms`) and maps the pages the
-/// coordinator sends (registration.cc).
+/// coordinator sends (registration.cc); a connection left without an
+/// answer is closed.
 Outcome try_register(int timeout_ms, Registration* out);
+/// The first half: connects and sends the request (bounded by
+/// `timeout_ms`); kPending with the connection in `*fd` on success.
+Outcome begin_register(int timeout_ms, int* fd);
+/// The second half: waits up to `timeout_ms` for the answer on `fd` and
+/// maps the pages. kPending (the connection still open, nothing read) when
+/// none came in time; otherwise `fd` is the registration's or closed.
+Outcome finish_register(int fd, int timeout_ms, Registration* out);
 
 }  // namespace gpushare::coord::job::client_detail

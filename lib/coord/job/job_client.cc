@@ -1,9 +1,10 @@
 // The coordinator client's state machine and background thread.
 //
-// States, as seen by the hot path (mem_limit, paused):
-//   unregistered  g_launch_gate.page is null; limits come from `fallback_limit`,
-//                 which holds the requested limits, or after a coordinator
-//                 went away, the last limits it had set.
+// States, as seen by the hot path (mem_limit, paused: limits.h, which owns
+// every limit the job reads):
+//   unregistered  g_launch_gate.page is null; limits come from the owner's
+//                 fallbacks, which hold the start limits, or after a
+//                 coordinator went away, the last limits it had set.
 //   registered    g_launch_gate.page points at the coordinator's read-only limits
 //                 page; every read goes straight to shared memory.
 // The background thread is the only writer of `page`. It publishes a page
@@ -39,7 +40,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,89 +60,6 @@
 
 namespace gpushare::coord::job {
 namespace client_detail {
-
-constinit Config g_config{};
-constinit State g_state{};
-
-}  // namespace client_detail
-
-// The registered page (null while unregistered), read by the launch path.
-constinit LaunchGate g_launch_gate{};
-
-namespace client_detail {
-
-// ---- small helpers ---------------------------------------------------------
-
-void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
-void log_line(const char* format, ...) {
-  if (g_config.log == nullptr && !g_config.debug) return;
-  char message[512];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof message, format, args);
-  va_end(args);
-  if (g_config.log != nullptr) {
-    g_config.log(message);
-  } else {
-    dprintf(2, "gpushare[%d]: coord: %s\n", static_cast<int>(getpid()), message);
-  }
-}
-
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-int remaining_ms(std::uint64_t deadline_ns) {
-  std::uint64_t now = now_ns();
-  if (now >= deadline_ns) return 0;
-  return static_cast<int>((deadline_ns - now + 999999) / 1000000);
-}
-
-long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
-  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, timeout, nullptr, 0);
-}
-
-std::uint64_t fallback_limit(int device) {
-  return ~g_state.fallback_limit_inverted[device].load(std::memory_order_relaxed);
-}
-
-void set_fallback_limit(int device, std::uint64_t limit) {
-  g_state.fallback_limit_inverted[device].store(~limit, std::memory_order_relaxed);
-}
-
-void set_fallback_compute(int device, const ComputeView& c) {
-  g_state.fallback_window_ns[device].store(c.launch_window_ns, std::memory_order_relaxed);
-  g_state.fallback_budget_inverted[device].store(~c.launch_budget, std::memory_order_relaxed);
-  g_state.fallback_queued_inverted[device].store(~c.max_queued, std::memory_order_relaxed);
-  g_state.fallback_cap_inverted[device].store(~c.compute_cap_ppm, std::memory_order_relaxed);
-  g_state.fallback_yield_mask[device].store(c.yield_mask, std::memory_order_relaxed);
-}
-
-void page_compute(const LimitsPage* page, int device, ComputeView* out) {
-  const DeviceLimits& d = page->devices[device];
-  out->launch_budget = d.launch_budget.load(std::memory_order_acquire);
-  out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
-  out->max_queued = d.max_queued.load(std::memory_order_relaxed);
-  out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
-  out->yield_mask = d.yield_mask.load(std::memory_order_relaxed);
-}
-
-// Keeps the page's limits (memory, class, compute) as the fallback: the
-// job runs on them while no coordinator is there.
-void keep_page_limits(const LimitsPage* page) {
-  for (int i = 0; i < g_config.device_count; ++i) {
-    set_fallback_limit(i, page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    ComputeView compute;
-    page_compute(page, i, &compute);
-    set_fallback_compute(i, compute);
-  }
-  g_state.fallback_qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
-                                        std::memory_order_relaxed);
-}
 
 // ---- the registered state --------------------------------------------------
 
@@ -159,6 +75,8 @@ void copy_telemetry(TelemetryPage* page) {
       copy_residency(*c, i, page);  // memory_telemetry.h: the driver's evictions applied
       page->mem_request_bytes[i].store(c->mem_request_bytes[i].load(std::memory_order_relaxed),
                                        std::memory_order_relaxed);
+      page->devices[i].mem_waiting_bytes.store(
+          c->mem_waiting_bytes[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
       page->suspended_bytes[i].store(c->suspended_bytes[i].load(std::memory_order_relaxed),
                                      std::memory_order_relaxed);
       page->mem_request_seq[i].store(request_seq, std::memory_order_release);
@@ -210,6 +128,14 @@ void publish(const Registration& registration) {
   log_line("registered as job %llu with %s%s",
            static_cast<unsigned long long>(registration.limits->job_id), g_config.socket_path,
            held ? "; launches held until the job's memory is back" : "");
+  if (g_state.registrations.load(std::memory_order_relaxed) == 1 &&
+      g_state.first_attempt_over.load(std::memory_order_relaxed)) {
+    warn_line(
+        "registered late with the coordinator at %s, as job %llu, %llu ms after CUDA "
+        "initialisation; until then the job ran on the limits it started with",
+        g_config.socket_path, static_cast<unsigned long long>(registration.limits->job_id),
+        static_cast<unsigned long long>((now_ns() - g_state.started_ns) / 1000000));
+  }
 }
 
 // Lets launches held on a dead coordinator's page go once the job's memory
@@ -244,7 +170,7 @@ void retire(bool close_socket, bool stopping) {
   if (away && !stopping) {
     // Launches stay held on this page while the memory comes back.
     if (g_state.held_page.load(std::memory_order_relaxed) != page) {
-      keep_page_limits(page);
+      keep_page_limits(page, g_config.device_count);
       g_state.held_page.store(page, std::memory_order_relaxed);
       log_line("coordinator went away while the job's memory was away; bringing it back");
     }
@@ -254,7 +180,7 @@ void retire(bool close_socket, bool stopping) {
   }
   if (page != nullptr) {
     g_state.held_page.store(nullptr, std::memory_order_relaxed);
-    keep_page_limits(page);
+    keep_page_limits(page, g_config.device_count);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
     futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAKE, INT32_MAX, nullptr);
   }
@@ -336,9 +262,37 @@ void stop_holding() {
   futex(const_cast<std::atomic<std::uint32_t>*>(&held->paused), FUTEX_WAKE, INT32_MAX, nullptr);
 }
 
+// client_start's request, still unanswered: waits for its answer (or a
+// stop request) and registers with it, so that a slow coordinator gives the
+// job one id, not one per attempt. True when asked to stop; `*fd` is the
+// registration's descriptor, or -1 to try again.
+bool finish_first(int* fd) {
+  pollfd fds[2] = {{*fd, POLLIN, 0},
+                   {g_state.wake_fd.load(std::memory_order_relaxed) - 1, POLLIN, 0}};
+  int ready = poll(fds, 2, kPendingAnswerMs);
+  if (ready > 0 && fds[1].revents != 0) {
+    close(*fd);
+    *fd = -1;
+    return true;
+  }
+  Registration registration;
+  Outcome outcome =
+      ready > 0 ? finish_register(*fd, kThreadRegisterTimeoutMs, &registration) : Outcome::kPending;
+  if (outcome == Outcome::kRegistered) {
+    publish(registration);
+    *fd = registration.fd;
+    return false;
+  }
+  if (outcome == Outcome::kPending) close(*fd);
+  log_line("no answer to the first registration; trying again");
+  *fd = -1;
+  return false;
+}
+
 void* client_thread(void* first_fd) {
   int fd = static_cast<int>(reinterpret_cast<intptr_t>(first_fd));
   int retry_ms = kRetryFirstMs;
+  if (fd >= 0 && g_state.first_pending && finish_first(&fd)) return nullptr;
   for (;;) {
     if (fd >= 0) {
       bool stop = serve(fd);
@@ -370,11 +324,12 @@ void after_fork_in_child() {
   if (g_state.running.load(std::memory_order_relaxed) == 0) return;
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_relaxed);
   if (page != nullptr) {
-    keep_page_limits(page);
+    keep_page_limits(page, g_config.device_count);
     g_launch_gate.page.store(nullptr, std::memory_order_release);
   }
   g_state.held_page.store(nullptr, std::memory_order_relaxed);
   g_state.pending_page = nullptr;
+  g_state.first_pending = false;
   g_own_yield.store(nullptr, std::memory_order_relaxed);  // the parent's mark, not ours
   // The telemetry mapping is the parent's; leave it (unmapping is harmless
   // either way, and nothing in the child writes to it).
@@ -408,6 +363,8 @@ void read_process_name(char* out, std::size_t size) {
 void configure(const JobIdentity& job, LocalCounters* counters) {
   g_config.debug = job.debug;
   g_config.log = job.log;
+  g_config.warn = job.warn;
+  g_config.coordinator_expected = job.coordinator_expected;
   g_config.counters = counters;
   g_state.last_job_id.store(0, std::memory_order_relaxed);
 
@@ -417,7 +374,6 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
     read_process_name(g_config.name, sizeof g_config.name);
   }
   copy_text(g_config.qos, sizeof g_config.qos, qos_name(job.qos));
-  g_state.fallback_qos.store(job.qos, std::memory_order_relaxed);
 
   // An empty path (too long for a unix socket address) means "no coordinator".
   g_config.socket_path[0] = '\0';
@@ -447,30 +403,44 @@ void configure(const JobIdentity& job, LocalCounters* counters) {
   for (int i = 0; i < g_config.device_count; ++i) {
     memcpy(g_config.uuids[i], job.devices[i].uuid, 16);
     g_config.mem_total_bytes[i] = job.devices[i].mem_total_bytes;
-    ComputeView own;
-    own.compute_cap_ppm = g_config.compute_cap_ppm;
-    set_fallback_compute(i, own);
   }
-  g_launch_gate.fallback_throttle.store(g_config.compute_cap_ppm != kNoLimit ? 1 : 0,
-                                        std::memory_order_relaxed);
+  start_own_limits(job.qos, g_config.compute_cap_ppm, g_config.device_count);
+}
+
+// client_start's attempt: 200 ms for an answer, 10 s for a coordinator
+// the job was launched for (a slow answer then means a loaded machine).
+// Returns the registration's descriptor, or one still waiting for its
+// answer (first_pending), or -1.
+int attempt_first_registration() {
+  g_state.started_ns = now_ns();
+  g_state.first_pending = false;
+  g_state.first_attempt_over.store(false, std::memory_order_relaxed);
+  Registration registration;
+  int fd = -1;
+  std::uint64_t deadline = g_state.started_ns + kRegisterTimeoutMs * 1000000ull;
+  Outcome outcome = begin_register(kRegisterTimeoutMs, &fd);
+  if (outcome == Outcome::kPending) {
+    outcome = finish_register(fd, remaining_ms(deadline), &registration);
+  }
+  if (outcome == Outcome::kPending && g_config.coordinator_expected) {
+    warn_line(
+        "the coordinator at %s has not answered in %d ms; waiting up to %d s for it, so "
+        "that this job is coordinated from its first launch",
+        g_config.socket_path, kRegisterTimeoutMs, kExpectedRegisterTimeoutMs / 1000);
+    outcome = finish_register(fd, kExpectedRegisterTimeoutMs, &registration);
+  }
+  if (outcome == Outcome::kRegistered) publish(registration);
+  g_state.first_attempt_over.store(true, std::memory_order_relaxed);
+  if (outcome == Outcome::kRegistered) return registration.fd;
+  log_line("no coordinator at %s yet; running on the limits given at start", g_config.socket_path);
+  if (outcome != Outcome::kPending) return -1;
+  g_state.first_pending = true;  // the thread takes the answer when it comes
+  return fd;
 }
 
 }  // namespace client_detail
 
 using namespace client_detail;
-
-void set_start_limits(const std::uint64_t* limits, int count) {
-  for (int i = 0; i < kMaxDevices; ++i) {
-    std::uint64_t limit = i < count ? limits[i] : kNoLimit;
-    g_config.start_limit_bytes[i] = limit;
-    set_fallback_limit(i, limit);
-  }
-}
-
-std::uint64_t start_mem_limit(int device) {
-  if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  return g_config.start_limit_bytes[device];
-}
 
 void client_start(const JobIdentity& job, LocalCounters* counters) {
   int expected = 0;
@@ -492,15 +462,7 @@ void client_start(const JobIdentity& job, LocalCounters* counters) {
 
   // One bounded attempt now, so that a coordinator's limits hold from the
   // first allocation; the thread keeps trying if this one fails.
-  Registration registration;
-  int first_fd = -1;
-  if (try_register(kRegisterTimeoutMs, &registration) == Outcome::kRegistered) {
-    publish(registration);
-    first_fd = registration.fd;
-  } else {
-    log_line("no coordinator at %s yet; running on the limits given at start",
-             g_config.socket_path);
-  }
+  int first_fd = attempt_first_registration();
 
   // The thread takes no signals meant for the application.
   sigset_t all, old;
@@ -511,6 +473,8 @@ void client_start(const JobIdentity& job, LocalCounters* counters) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (error != 0) {
     log_line("cannot start the coordinator thread: %s", strerror(error));
+    if (g_state.first_pending && first_fd >= 0) close(first_fd);
+    g_state.first_pending = false;
     retire(true, true);
     close(wake);
     wakeup_close();
@@ -529,77 +493,6 @@ void client_stop() {
   wakeup_close();
   g_state.wake_fd.store(0);
   g_state.running.store(0);
-}
-
-std::uint64_t mem_limit(int device) {
-  if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  if (page != nullptr && device < static_cast<int>(page->device_count)) {
-    return page->devices[device].mem_limit_bytes.load(std::memory_order_relaxed);
-  }
-  return fallback_limit(device);
-}
-
-std::uint64_t device_resident_target(int device) {
-  if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  if (page == nullptr || device >= static_cast<int>(page->device_count)) return kNoLimit;
-  return page->device_resident_target[device].load(std::memory_order_acquire);
-}
-
-std::uint64_t mem_refused_seq(int device) {
-  if (device < 0 || device >= kMaxDevices) return 0;
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  if (page == nullptr || device >= static_cast<int>(page->device_count)) return 0;
-  return page->mem_refused_seq[device].load(std::memory_order_acquire);
-}
-
-bool suspend_requested() {
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  // A held page's coordinator is gone: its request is nobody's now.
-  return page != nullptr && page != g_state.held_page.load(std::memory_order_relaxed) &&
-         page->suspend_request.load(std::memory_order_acquire) != 0;
-}
-
-bool paused() {
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  return page != nullptr && page->paused.load(std::memory_order_relaxed) != 0;
-}
-
-void compute_limits(int device, ComputeView* out) {
-  *out = ComputeView{};
-  if (device < 0 || device >= kMaxDevices) return;
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  if (page != nullptr) {
-    if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
-    return;
-  }
-  out->launch_budget = ~g_state.fallback_budget_inverted[device].load(std::memory_order_relaxed);
-  out->launch_window_ns = g_state.fallback_window_ns[device].load(std::memory_order_relaxed);
-  out->max_queued = ~g_state.fallback_queued_inverted[device].load(std::memory_order_relaxed);
-  out->compute_cap_ppm = ~g_state.fallback_cap_inverted[device].load(std::memory_order_relaxed);
-  out->yield_mask = g_state.fallback_yield_mask[device].load(std::memory_order_relaxed);
-}
-
-void wait_while_paused() {
-  for (;;) {
-    const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-    if (page == nullptr) return;
-    std::uint32_t value = page->paused.load(std::memory_order_acquire);
-    if (value == 0) return;
-    // The timeout covers the one race a wake cannot: the page retired
-    // between the load above and the wait (the retiring thread's wake came
-    // first). Resumes themselves wake at once.
-    timespec timeout{0, kPausedRecheckMs * 1000000L};
-    futex(const_cast<std::atomic<std::uint32_t>*>(&page->paused), FUTEX_WAIT, value, &timeout);
-  }
-}
-
-bool opportunistic() {
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
-                                      : g_state.fallback_qos.load(std::memory_order_relaxed);
-  return qos == kQosOpportunistic;
 }
 
 std::uint64_t job_id() {

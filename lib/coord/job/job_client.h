@@ -6,16 +6,20 @@
 // CUDA call:
 //
 // - client_start() (at CUDA initialisation) registers with a short bounded
-//   timeout (200 ms), then hands the socket to a background thread and
-//   returns. It always returns; without a coordinator the job runs on the
-//   limits it was started with.
+//   timeout (200 ms; up to 10 s for a coordinator the job was launched
+//   for, so that a loaded machine does not leave it uncoordinated), then
+//   hands the socket to a background thread and returns. It always
+//   returns; without a coordinator the job runs on the limits it was
+//   started with. A registration that comes later says so once.
 // - The background thread owns the socket. It notices the coordinator going
 //   away (the socket closes), keeps the last limits it had, and reconnects
 //   and re-registers when a coordinator appears again (it tries every 100 ms
 //   at first, backing off to 500 ms, so a restart is found well within 2 s).
 //   Every 50 ms it copies the LocalCounters into the telemetry page.
-// - mem_limit(), paused() read the coordinator's limits page directly: a
-//   limit change is visible to the next allocation, with no IPC.
+// - The limits themselves (mem_limit(), paused(), compute_limits()...) are
+//   read through their owner, limits.h: from the coordinator's limits page
+//   directly while registered, so a limit change is visible to the next
+//   allocation, with no IPC.
 //
 // The client reads no environment: the interposer reads the job's
 // variables once (interpose/settings.cc) and hands them over in JobIdentity.
@@ -33,6 +37,7 @@
 #include <cstdint>
 
 #include "coord/contract/control_block.h"
+#include "coord/job/limits.h"
 
 namespace gpushare::coord::job {
 
@@ -54,20 +59,16 @@ struct JobIdentity {
   std::uint64_t compute_cap_ppm = kNoLimit;
   /// Receives one log line (no newline); null: stderr, when `debug`.
   void (*log)(const char* line) = nullptr;
+  /// Receives the few lines the user must see whatever the log level (a
+  /// slow coordinator, a late registration); null: `log`.
+  void (*warn)(const char* line) = nullptr;
+  /// GPUSHARE_LAUNCHED_FOR: gpushare-run started or found the coordinator
+  /// for this job, so a slow answer means a loaded machine, not an absent
+  /// coordinator: client_start waits for it (up to 10 s) rather than 200 ms.
+  bool coordinator_expected = false;
   bool debug = false;  ///< GPUSHARE_DEBUG: log even without a log function
   int device_count = 0;
   DeviceIdentity devices[kMaxDevices] = {};
-};
-
-/// One device's compute limits as the job sees them (control_block.h).
-struct ComputeView {
-  std::uint64_t launch_budget = kNoLimit;
-  std::uint64_t launch_window_ns = 0;
-  std::uint64_t max_queued = kNoLimit;
-  std::uint64_t compute_cap_ppm = kNoLimit;
-  /// Yield slots to wait for (layout 4); kept, like the limits, when the
-  /// coordinator goes away (yield.h bounds a mark nobody clears).
-  std::uint64_t yield_mask = 0;
 };
 
 /// Counters owned and updated by the interposer on its hot paths
@@ -96,6 +97,9 @@ struct LocalCounters {
   std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];
   std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];
+  /// The part of mem_used_bytes a waiting production allocation holds
+  /// reserved (layout 6): what the coordinator's refusal would free.
+  std::atomic<std::uint64_t> mem_waiting_bytes[kMaxDevices];
   /// Bumped (release) when a production allocation starts waiting for room.
   std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];
   /// When set, called by the client thread every tick while registered,
@@ -130,28 +134,13 @@ struct LocalCounters {
   std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];
 };
 
-/// What the launch path reads, exposed so that launch_gated() inlines: the
-/// coordinator's limits page while registered (null otherwise), and the
-/// throttle flag kept while unregistered.
-struct LaunchGate {
-  std::atomic<const LimitsPage*> page;
-  std::atomic<std::uint32_t> fallback_throttle;
-};
-extern LaunchGate g_launch_gate;
-
-/// The owner of the job's memory limits: the limit each device starts with
-/// (GPUSHARE_MEM_LIMIT, resolved against the device; kNoLimit = none) is
-/// stored here once, before the interposer publishes its devices, and the
-/// limit in force (mem_limit) is the coordinator's while registered, else
-/// the last one it set, else the start limit. `limits` holds `count`
-/// entries, one per device index.
-void set_start_limits(const std::uint64_t* limits, int count);
-/// The limit the job started with on a device (kNoLimit: none or a bad index).
-std::uint64_t start_mem_limit(int device);
-
-/// Registers (bounded: 200 ms at most) and starts the background thread.
-/// Returns quickly, always. The identity is copied; `counters` must outlive
-/// the process (a static). A second call while running does nothing.
+/// Registers and starts the background thread. Bounded: a coordinator
+/// that does not answer in 200 ms is left to the thread, which takes the
+/// answer to this same request when it comes (so the coordinator gives the
+/// job one id); a coordinator the job was launched for is waited for up to
+/// 10 s first, with a warning after the first 200 ms. Returns, always.
+/// The identity is copied; `counters` must outlive the process (a static).
+/// A second call while running does nothing.
 void client_start(const JobIdentity& job, LocalCounters* counters);
 
 /// Stops the background thread and closes the socket (the coordinator then
@@ -159,55 +148,10 @@ void client_start(const JobIdentity& job, LocalCounters* counters);
 /// process exit needs no call.
 void client_stop();
 
-/// The memory limit in bytes for a device (an index into
-/// JobIdentity::devices): the coordinator's while registered, else the last
-/// one it set, else the requested one. kNoLimit for none or a bad index.
-/// Lock-free loads only; called on every allocation.
-std::uint64_t mem_limit(int device);
-
-/// The most managed bytes the job may keep on a device while registered
-/// (control_block.h, layout 3); kNoLimit when there is no target or no
-/// coordinator.
-std::uint64_t device_resident_target(int device);
-
-/// The wait the coordinator said no room is coming for (mem_request_seq's
-/// number; control_block.h), or 0 while unregistered.
-std::uint64_t mem_refused_seq(int device);
-
-/// Whether the coordinator asks the job to be suspended (layout 4); false
-/// while unregistered.
-bool suspend_requested();
-
 /// Wakes the background thread now (control_block.h, "Wake-ups"): it
 /// publishes the counters, tells the coordinator of a new room request,
 /// and runs the memory work. One write(2); a no-op while no thread runs.
 void wake_client();
-
-/// Whether kernel launches must wait. One pointer and one flag load.
-bool paused();
-
-/// Whether a launch must take the slow path: paused, or a compute limit in
-/// force on some device. Two loads from one cache line of the limits page
-/// (or one process-local load while unregistered).
-inline bool launch_gated() {
-  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
-  if (page != nullptr) {
-    return (page->paused.load(std::memory_order_relaxed) |
-            page->throttle.load(std::memory_order_relaxed)) != 0;
-  }
-  return g_launch_gate.fallback_throttle.load(std::memory_order_relaxed) != 0;
-}
-
-/// A device's compute limits: the coordinator's while registered, else the
-/// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
-void compute_limits(int device, ComputeView* out);
-
-/// Blocks the calling thread while the job is paused (futex wait on the
-/// shared page; also returns when the coordinator goes away).
-void wait_while_paused();
-
-/// Whether the coordinator currently classes the job as opportunistic.
-bool opportunistic();
 
 /// The coordinator's id for this job while registered; 0 otherwise.
 std::uint64_t job_id();

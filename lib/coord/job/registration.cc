@@ -53,16 +53,21 @@ bool send_all(int fd, const char* data, std::size_t size, std::uint64_t deadline
   return true;
 }
 
-// Reads one reply line, and the descriptors sent with it, before the deadline.
+// Reads one reply line, and the descriptors sent with it, before the
+// deadline. `*silent`: the deadline passed before any byte came.
 bool receive_reply(int fd, char* line, std::size_t size, int fds[3], int* fd_count,
-                   std::uint64_t deadline_ns) {
+                   std::uint64_t deadline_ns, bool* silent) {
   std::size_t length = 0;
   *fd_count = 0;
+  *silent = false;
   for (;;) {
     pollfd p{fd, POLLIN, 0};
     int ready = poll(&p, 1, remaining_ms(deadline_ns));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
+    if (ready <= 0) {
+      *silent = ready == 0 && length == 0;
+      return false;
+    }
     // More descriptors than the protocol sends are closed.
     ssize_t n =
         receive_with_fds(fd, line + length, size - 1 - length, fds, 3, fd_count, MSG_DONTWAIT);
@@ -122,7 +127,8 @@ bool map_pages(int limits_fd, int telemetry_fd, int yield_fd, Registration* out)
   return true;
 }
 
-Outcome try_register(int timeout_ms, Registration* out) {
+Outcome begin_register(int timeout_ms, int* fd_out) {
+  *fd_out = -1;
   std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Outcome::kUnreachable;
@@ -154,18 +160,16 @@ Outcome try_register(int timeout_ms, Registration* out) {
   }
 
   // Ask with the limits in force now, so a restarted coordinator keeps them.
-  std::uint64_t limits[kMaxDevices];
-  for (int i = 0; i < g_config.device_count; ++i) limits[i] = fallback_limit(i);
-  const char* qos = g_state.fallback_qos.load(std::memory_order_relaxed) == kQosOpportunistic
-                        ? "opportunistic"
-                        : "production";
+  std::uint64_t start_limits[kMaxDevices], limits[kMaxDevices];
+  registration_limits(start_limits, limits, g_config.device_count);
+  const char* qos = qos_name(fallback_qos());
   wire::RegisterFields fields{g_config.name,
                               qos,
                               g_state.last_job_id.load(std::memory_order_relaxed),
                               g_config.device_count,
                               g_config.uuids,
                               g_config.mem_total_bytes,
-                              g_config.start_limit_bytes,
+                              start_limits,
                               limits,
                               g_config.compute_cap_ppm};
   // The tree file's descriptor proves this process is part of the job. A
@@ -179,13 +183,29 @@ Outcome try_register(int timeout_ms, Registration* out) {
   fields.tree = tree_fd >= 0;
   char message[8192];
   std::size_t length = wire::write_register(message, sizeof message, fields);
+  bool sent = length != 0 && send_all(fd, message, length, deadline, tree_fd);
+  if (tree_fd >= 0) close(tree_fd);
+  if (!sent) {
+    close(fd);
+    return Outcome::kUnreachable;
+  }
+  *fd_out = fd;
+  return Outcome::kPending;
+}
+
+Outcome finish_register(int fd, int timeout_ms, Registration* out) {
+  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
   char reply[kMaxReplyBytes];
   int fds[3];
   int fd_count = 0;
-  bool sent = length != 0 && send_all(fd, message, length, deadline, tree_fd);
-  if (tree_fd >= 0) close(tree_fd);
-  if (!sent || !receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline)) {
+  bool silent = false;
+  if (!receive_reply(fd, reply, sizeof reply, fds, &fd_count, deadline, &silent)) {
     close_fds(fds, fd_count);
+    // Still connected and silent: the coordinator has not answered yet
+    // (stopped, or a loaded machine). The connection stays open, so the
+    // answer still comes to this attempt, and no second attempt makes the
+    // coordinator give out a second id.
+    if (silent) return Outcome::kPending;
     close(fd);
     return Outcome::kUnreachable;
   }
@@ -206,6 +226,19 @@ Outcome try_register(int timeout_ms, Registration* out) {
   }
   out->fd = fd;
   return Outcome::kRegistered;
+}
+
+Outcome try_register(int timeout_ms, Registration* out) {
+  std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
+  int fd = -1;
+  Outcome outcome = begin_register(timeout_ms, &fd);
+  if (outcome != Outcome::kPending) return outcome;
+  outcome = finish_register(fd, remaining_ms(deadline), out);
+  if (outcome == Outcome::kPending) {
+    close(fd);
+    return Outcome::kUnreachable;
+  }
+  return outcome;
 }
 
 }  // namespace gpushare::coord::job::client_detail

@@ -157,6 +157,16 @@ bool Server::Impl::handle_line(std::uint64_t key, Connection& c, const std::stri
 }
 
 bool Server::Impl::register_job(std::uint64_t key, Connection& c, const RegisterRequest& request) {
+  // A job that gave up waiting (it closed its socket after its request:
+  // this coordinator was stopped or slow) is not registered, so it is
+  // given no id: the next job's id follows the last one a job was told.
+  char next = 0;
+  if (recv(c.fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+    note("pid " + std::to_string(c.peer.pid) +
+         " gave up before its registration was answered; no id given");
+    drop(key, "gave up before its registration was answered");
+    return false;
+  }
   Result<Process*> added = registry.add(request, c.peer, tree_proof(c, request));
   if (!added) {
     warning("cannot register a job for pid " + std::to_string(c.peer.pid) + ": " +
@@ -171,7 +181,10 @@ bool Server::Impl::register_job(std::uint64_t key, Connection& c, const Register
   arm_idle_timer();
 
   if (!send_control_block(c, job.id, *process.block)) {
+    std::uint64_t id = job.id;
+    bool new_job = job.processes.size() == 1;
     drop(key, "could not be sent its control block");
+    if (new_job) registry.give_back_id(id);  // never told: the id is not spent
     return false;
   }
   save_decisions_now();

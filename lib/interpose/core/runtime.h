@@ -100,8 +100,9 @@ int current_device();
 std::uint64_t current_context();
 
 /// The limit in force on a device, the one function every hook asks: the
-/// job side owns it (coord::job::mem_limit: the coordinator's when it set one,
-/// else the job's start limit). Lock-free loads only.
+/// job side owns it (coord/job/limits.h, coord::job::mem_limit: the
+/// coordinator's when it set one, else the job's start limit). Lock-free
+/// loads only.
 inline std::uint64_t effective_limit(int device) { return coord::job::mem_limit(device); }
 
 /// The telemetry counters the coordinator client copies into the job's

@@ -70,13 +70,9 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
 
   if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
     std::string_view unit;
+    // Parsed here once; the job's limits' owner (coord/job/limits.h)
+    // resolves it against each device once CUDA is initialised.
     SizeError error = parse_size_spec(limit, &settings->mem_limit, &unit);
-    // A percentage is checked against a nominal 1 TiB device here; the real
-    // capacity is applied per device once CUDA is initialised.
-    std::uint64_t probe = 0;
-    if (error == SizeError::kNone) {
-      error = resolve_size(settings->mem_limit, true, 1ull << 40, &probe);
-    }
     if (error != SizeError::kNone) {
       std::snprintf(settings->error, sizeof settings->error,
                     "invalid GPUSHARE_MEM_LIMIT: '%s' %s%s%s", limit, size_error_reason(error),
@@ -84,7 +80,7 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
                     error == SizeError::kUnknownUnit ? kSizeUnitsHint : "");
       return;
     }
-    if (probe == 0) {
+    if (!size_spec_positive(settings->mem_limit)) {
       std::snprintf(settings->error, sizeof settings->error,
                     "invalid GPUSHARE_MEM_LIMIT: '%s' must be above 0", limit);
       return;
@@ -134,15 +130,6 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
   }
   const char* launched = getenv(env::kLaunchedFor);
   settings->launched_for_coordinator = launched != nullptr && *launched != '\0';
-}
-
-std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total) {
-  if (!settings.has_mem_limit) return kNoLimit;
-  std::uint64_t bytes = kNoLimit;
-  if (resolve_size(settings.mem_limit, true, physical_total, &bytes) != SizeError::kNone) {
-    return kNoLimit;  // unreachable: validated in read_settings
-  }
-  return bytes;
 }
 
 }  // namespace gpushare::interpose

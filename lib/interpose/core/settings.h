@@ -22,8 +22,11 @@ struct Settings {
   /// allocations are backed by the VMM API so that `gpushare-ctl suspend`
   /// can free them (vmm_backing.h); off (the default): ordinary memory.
   bool suspendable = false;
+  /// GPUSHARE_MEM_LIMIT as parsed, handed at load to the job's limits'
+  /// owner (coord/job/limits.h), which resolves it per device; nothing
+  /// else reads it.
   bool has_mem_limit = false;
-  SizeSpec mem_limit;  ///< resolved per device: a percentage needs its capacity
+  SizeSpec mem_limit;
   /// GPUSHARE_COMPUTE: a static cap on the share of GPU time; kNoLimit: none.
   std::uint64_t compute_cap_ppm = kNoLimit;
   /// GPUSHARE_DEBUG non-empty: the coordinator client logs too.
@@ -51,8 +54,5 @@ using GetEnvFunction = const char* (*)(const char*);
 /// GPUSHARE_TREE, before this runs, when the job's first process has none).
 /// Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);
-
-/// The job's limit on a device of `physical_total` bytes, or kNoLimit.
-std::uint64_t mem_limit_for(const Settings& settings, std::uint64_t physical_total);
 
 }  // namespace gpushare::interpose

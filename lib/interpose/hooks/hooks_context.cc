@@ -179,7 +179,8 @@ template <class Create>
 CUresult create_waiting_for_room(CUdevice device, const ContextReservation& reservation,
                                  Create create) {
   CUresult result = create();
-  return wait_for_room(device, reservation.bytes != 0 ? 0 : kContextRoomGuess, result, create);
+  return wait_for_room(device, reservation.bytes, reservation.bytes != 0 ? 0 : kContextRoomGuess,
+                       result, create);
 }
 
 class ContextLock {

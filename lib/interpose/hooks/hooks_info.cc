@@ -6,9 +6,10 @@
 // through CUDA are shown as NVML reports them.
 #include <cstring>
 
-#include "interpose/hooks/hooks.h"
+#include "coord/job/limits.h"
 #include "interpose/core/log.h"
 #include "interpose/driver/real_nvml.h"
+#include "interpose/hooks/hooks.h"
 
 using namespace gpushare::interpose;
 
@@ -32,10 +33,12 @@ bool nvml_view(NvmlDevice device, std::uint64_t total, std::uint64_t free, Memor
     *view = view_of(index, total, free);
     return true;
   }
-  // Before CUDA is initialised in this process the job still sees its limit.
-  if (g_runtime.device_count.load(std::memory_order_acquire) < 0 &&
-      g_runtime.settings.has_mem_limit) {
-    *view = virtual_view(mem_limit_for(g_runtime.settings, total), total, free, 0);
+  // Before CUDA is initialised in this process the job still sees its limit
+  // (the one it asked for, resolved by the limits' owner against this device).
+  if (g_runtime.device_count.load(std::memory_order_acquire) < 0) {
+    std::uint64_t limit = gpushare::coord::job::requested_mem_limit(total);
+    if (limit == gpushare::kNoLimit) return false;
+    *view = virtual_view(limit, total, free, 0);
     return true;
   }
   return false;

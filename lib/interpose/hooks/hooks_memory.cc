@@ -58,7 +58,7 @@ CUresult charge_and_allocate(const char* api, int device, std::uint64_t bytes, b
   // Within its limit but the device is full: opportunistic jobs may hold
   // the room; the reserved bytes tell the coordinator, and the allocation
   // is retried while they spill (spill.h).
-  if (!spillable) result = wait_for_room(device, 0, result, allocate);
+  if (!spillable) result = wait_for_room(device, bytes, 0, result, allocate);
   if (result != CUDA_SUCCESS) {
     budget.release(bytes);
     return result;

@@ -181,7 +181,7 @@ CUresult allocate_per_request(std::uint64_t bytes, Allocate allocate, CUdevicept
   if (!valid_device(device)) return allocate();
   DeviceBudget& budget = g_runtime.devices[device].budget;
   if (!budget.try_reserve(bytes, effective_limit(device))) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult result = wait_for_room(device, 0, allocate(), allocate);
+  CUresult result = wait_for_room(device, bytes, 0, allocate(), allocate);
   if (result != CUDA_SUCCESS) {
     budget.release(bytes);
     return result;
@@ -214,7 +214,7 @@ CUresult allocate_from(CUmemoryPool pool, std::uint64_t bytes, CUdeviceptr* poin
   // within its limit waits for opportunistic memory to spill (spill.h); the
   // reserved growth tells the coordinator. Other pool calls of the process
   // wait meanwhile (the lock).
-  CUresult result = wait_for_room(device, 0, allocate(), allocate);
+  CUresult result = wait_for_room(device, growth, 0, allocate(), allocate);
   if (result == CUDA_SUCCESS) {
     AllocationRecord allocation{bytes, device, current_context()};
     allocation.link = key_of(pool);

@@ -239,15 +239,22 @@ bool may_wait_for_room(int device) {
          coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
 }
 
-std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted) {
+std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unreserved,
+                           bool wanted) {
   if (!wanted) {
-    take(g_counters.mem_request_bytes[device], bytes);
+    take(g_counters.mem_request_bytes[device], unreserved);
+    take(g_counters.mem_waiting_bytes[device], reserved);
     return 0;
   }
-  g_counters.mem_request_bytes[device].fetch_add(bytes, std::memory_order_relaxed);
+  g_counters.mem_request_bytes[device].fetch_add(unreserved, std::memory_order_relaxed);
+  g_counters.mem_waiting_bytes[device].fetch_add(reserved, std::memory_order_relaxed);
   // After the bytes (release): the client thread copies them with the number.
   std::uint64_t seq =
       g_counters.mem_request_seq[device].fetch_add(1, std::memory_order_release) + 1;
+  GS_INFO(
+      "an allocation waits for room on device %d: %llu bytes reserved, %llu more asked (wait %llu)",
+      device, static_cast<unsigned long long>(reserved),
+      static_cast<unsigned long long>(unreserved), static_cast<unsigned long long>(seq));
   coord::job::wake_client();  // the coordinator hears of it now, not at its next tick
   return seq;
 }

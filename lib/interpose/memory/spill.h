@@ -93,9 +93,12 @@ void notice_freed(std::uint64_t bytes);
 /// whether to ask the coordinator for room (production, registered, on a
 /// valid device) and wait for opportunistic memory to leave.
 bool may_wait_for_room(int device);
-/// Publishes `bytes` as wanted on `device` (the arbiter counts it as
-/// production's) and returns the wait's number, or withdraws it (returns 0).
-std::uint64_t request_room(int device, std::uint64_t bytes, bool wanted);
+/// Publishes `unreserved` bytes as wanted on `device` (the arbiter counts
+/// them as production's) and `reserved` as the part of the job's charge the
+/// wait holds (what refusing it frees), and returns the wait's number; or
+/// withdraws both (returns 0).
+std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unreserved,
+                           bool wanted);
 /// Waits one step (1 ms) for room; false once `deadline_ns` (CLOCK_MONOTONIC)
 /// has passed or the coordinator said no room is coming for wait `seq`.
 bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns);
@@ -110,16 +113,19 @@ inline constexpr std::uint64_t kContextRoomGuess = 512ull << 20;
 /// After `allocate` returned `result`: when the driver refused a production
 /// job's allocation for want of room, publishes `unreserved` (bytes not
 /// already charged to the job's budget, which the coordinator sees anyway)
-/// as wanted, retries while opportunistic memory spills, and withdraws it.
+/// as wanted and `reserved` (the allocation's bytes already charged) as
+/// held by the wait, retries while opportunistic memory spills, and
+/// withdraws both.
 template <class Allocate>
-CUresult wait_for_room(int device, std::uint64_t unreserved, CUresult result, Allocate allocate) {
+CUresult wait_for_room(int device, std::uint64_t reserved, std::uint64_t unreserved,
+                       CUresult result, Allocate allocate) {
   if (result != CUDA_ERROR_OUT_OF_MEMORY || !may_wait_for_room(device)) return result;
-  std::uint64_t seq = request_room(device, unreserved, true);
+  std::uint64_t seq = request_room(device, reserved, unreserved, true);
   std::uint64_t deadline = monotonic_ns() + kRoomWaitNs;
   while (result == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room_step(device, seq, deadline)) {
     result = allocate();
   }
-  request_room(device, unreserved, false);
+  request_room(device, reserved, unreserved, false);
   return result;
 }
 

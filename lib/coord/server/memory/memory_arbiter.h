@@ -21,7 +21,14 @@
 // `fits` says whether the production requests fit once the opportunistic
 // jobs meet their targets: false when production plus pinned memory already
 // exceeds the capacity (production then sees out-of-memory, as it would
-// for another production job's memory).
+// for another production job's memory). Then the fewest waiting requests
+// are refused that let the others fit, the largest first (ties: the later
+// job in input order first): refusing the largest frees the most per
+// refusal, so no smaller set of refusals could make the rest fit. Every
+// waiting request is refused only when even that is not enough (what
+// production holds outside its waits, plus pinned memory, exceeds the
+// capacity). The opportunistic room is what is left once the refused
+// requests are gone.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +49,10 @@ struct ArbiterJob {
   std::uint64_t pinned_bytes = 0;
   std::uint64_t held_bytes = 0;     ///< production only: device memory held
   std::uint64_t request_bytes = 0;  ///< production only: an allocation waiting for room
+  /// Production only: the bytes of a waiting allocation already charged to
+  /// its budget (so inside held_bytes), which a refusal frees with
+  /// request_bytes. A job waits when the two sum above zero.
+  std::uint64_t waiting_bytes = 0;
   std::uint64_t mem_limit = kNoLimit;
 };
 
@@ -55,6 +66,9 @@ struct ArbiterResult {
   std::uint64_t opportunistic_room = 0;  ///< device bytes left for managed memory
   std::uint64_t spill_bytes = 0;         ///< managed bytes that must live on the host
   bool fits = true;                      ///< the production requests fit after the spill
+  /// When they do not: the inputs (indices into `jobs`) whose waits to
+  /// refuse, in the order they were chosen.
+  std::vector<std::size_t> refused;
 };
 
 /// `capacity`: the device's physical memory less what nobody can use (the

@@ -51,16 +51,19 @@ ArbiterJob input_of(const Process& job, int index, std::uint64_t* request_seq) {
     used = used > host ? used - host : 0;
     in.held_bytes = used;
     in.request_bytes = t.mem_request_bytes[index].load(std::memory_order_relaxed);
+    in.waiting_bytes = t.devices[index].mem_waiting_bytes.load(std::memory_order_relaxed);
   }
   return in;
 }
 
-// No spill can make the production requests fit: every production job
-// waiting on the device is told so, and fails its allocation now rather
-// than after its wait (control_block.h, "No room coming"). The sequence
-// numbers were read before the bytes the arbiter judged (input_of).
-void refuse_waiting_production(const DeviceJobs& d) {
-  for (std::size_t i = 0; i < d.slots.size(); ++i) {
+// No spill can make the production requests fit: the waits the arbiter
+// chose (the fewest that let the others fit, largest first) are told so,
+// and fail their allocations now rather than after their wait
+// (control_block.h, "No room coming"); the others keep waiting for the
+// spill. The sequence numbers were read before the bytes the arbiter
+// judged (input_of).
+void refuse_waiting_production(const DeviceJobs& d, const std::vector<std::size_t>& refused) {
+  for (std::size_t i : refused) {
     const Slot& slot = d.slots[i];
     if (slot.job->block->qos() == kQosOpportunistic || d.request_seqs[i] == 0) continue;
     slot.job->block->refuse_room(slot.index, d.request_seqs[i]);
@@ -85,7 +88,7 @@ void memory_tick(Registry& registry, const std::function<void(std::uint64_t)>& w
   });
   for (auto& [uuid, d] : devices) {
     ArbiterResult result = arbitrate(d.capacity, d.inputs);
-    if (!result.fits) refuse_waiting_production(d);
+    if (!result.fits) refuse_waiting_production(d, result.refused);
     std::size_t next = 0;
     for (const Slot& slot : d.slots) {
       if (slot.job->block->qos() != kQosOpportunistic) continue;

@@ -242,6 +242,10 @@ bool Registry::remove(std::uint64_t process_key) {
   return true;
 }
 
+void Registry::give_back_id(std::uint64_t id) {
+  if (jobs_.count(id) == 0 && remembered_.count(id) == 0 && id + 1 == next_id_) next_id_ = id;
+}
+
 const Job* Registry::find(std::uint64_t id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;

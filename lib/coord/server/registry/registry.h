@@ -113,6 +113,10 @@ class Registry {
   /// Forgets a process (by key), and its job with its last process; false
   /// when there was no such process.
   bool remove(std::uint64_t process_key);
+  /// Takes back the id of a job that was never told it (its registration
+  /// could not be answered, and the job is gone), when it was the last id
+  /// given: the next job gets it, so ids spent on nothing leave no gaps.
+  void give_back_id(std::uint64_t id);
   const Job* find(std::uint64_t id) const;
   const Process* process(std::uint64_t key) const;
   /// Pauses or resumes every process of a job (the enforcer's pause);

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "place/job.h"
+#include "place/job/job.h"
 
 namespace gpushare::place {
 

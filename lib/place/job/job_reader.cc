@@ -1,4 +1,4 @@
-#include "place/job_reader.h"
+#include "place/job/job_reader.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/jsonl.h"
-#include "place/job_scan.h"
+#include "place/job/job_scan.h"
 
 namespace gpushare::place {
 

@@ -21,7 +21,7 @@
 //   - A field's value must be one job_from_json accepts as it stands;
 //     a value it would convert (a float number of GPUs) or reject is
 //     not mine.
-#include "place/job_scan.h"
+#include "place/job/job_scan.h"
 
 #include <charconv>
 #include <cstdint>

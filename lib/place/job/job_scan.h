@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "place/job.h"
+#include "place/job/job.h"
 
 namespace gpushare::place {
 

@@ -1,4 +1,4 @@
-#include "place/job.h"
+#include "place/job/job.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

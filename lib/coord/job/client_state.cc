@@ -1,0 +1,59 @@
+// The client's shared state and its small helpers (client_state.h). No
+// libstdc++: libc only.
+#include "coord/job/client_state.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace gpushare::coord::job::client_detail {
+
+constinit Config g_config{};
+constinit State g_state{};
+
+void log_line(const char* format, ...) {
+  if (g_config.log == nullptr && !g_config.debug) return;
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  if (g_config.log != nullptr) {
+    g_config.log(message);
+  } else {
+    dprintf(2, "gpushare[%d]: coord: %s\n", static_cast<int>(getpid()), message);
+  }
+}
+
+void warn_line(const char* format, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  if (g_config.warn != nullptr) {
+    g_config.warn(message);
+  } else {
+    log_line("%s", message);
+  }
+}
+
+std::uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int remaining_ms(std::uint64_t deadline_ns) {
+  std::uint64_t now = now_ns();
+  if (now >= deadline_ns) return 0;
+  return static_cast<int>((deadline_ns - now + 999999) / 1000000);
+}
+
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+}  // namespace gpushare::coord::job::client_detail

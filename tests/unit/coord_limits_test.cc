@@ -1,0 +1,64 @@
+// The owner of a job's limits (lib/coord/job/limits.h) while no coordinator
+// is there: the asked-for limit resolved once per device into the start
+// limits, which the limit in force falls back to. The state is
+// process-global; each case runs in a process of its own.
+#include <catch2/catch.hpp>
+
+#include "coord/job/limits.h"
+#include "vocab/size.h"
+
+using namespace gpushare;
+using namespace gpushare::coord::job;
+
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+SizeSpec spec_of(const char* text) {
+  SizeSpec spec;
+  std::string_view unit;
+  REQUIRE(parse_size_spec(text, &spec, &unit) == SizeError::kNone);
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("limits: a percentage is resolved once per device into its start limit", "[limits]") {
+  SizeSpec half = spec_of("50%");
+  request_mem_limit(&half);
+  std::uint64_t capacities[2] = {16 * kGiB, 80 * kGiB};
+  start_limits_from_capacities(capacities, 2);
+  CHECK(start_mem_limit(0) == 8 * kGiB);
+  CHECK(start_mem_limit(1) == 40 * kGiB);
+  // Unregistered, the limit in force is the start limit.
+  CHECK(mem_limit(0) == 8 * kGiB);
+  CHECK(mem_limit(1) == 40 * kGiB);
+  // Devices beyond those enumerated, and bad indices, have none.
+  CHECK(mem_limit(2) == kNoLimit);
+  CHECK(mem_limit(-1) == kNoLimit);
+  CHECK(start_mem_limit(kMaxDevices) == kNoLimit);
+  // Before any device is known (NVML's view), the request resolves per capacity.
+  CHECK(requested_mem_limit(4 * kGiB) == 2 * kGiB);
+}
+
+TEST_CASE("limits: without a request every device is unlimited", "[limits]") {
+  request_mem_limit(nullptr);
+  std::uint64_t capacities[1] = {16 * kGiB};
+  start_limits_from_capacities(capacities, 1);
+  CHECK(requested_mem_limit(16 * kGiB) == kNoLimit);
+  CHECK(start_mem_limit(0) == kNoLimit);
+  CHECK(mem_limit(0) == kNoLimit);
+}
+
+TEST_CASE("limits: unregistered, nothing is paused, targeted or refused", "[limits]") {
+  CHECK_FALSE(paused());
+  CHECK_FALSE(launch_gated());
+  CHECK_FALSE(suspend_requested());
+  CHECK(device_resident_target(0) == kNoLimit);
+  CHECK(mem_refused_seq(0) == 0);
+  ComputeView view;
+  compute_limits(0, &view);
+  CHECK(view.launch_budget == kNoLimit);
+  CHECK(view.compute_cap_ppm == kNoLimit);
+  CHECK(view.yield_mask == 0);
+}
