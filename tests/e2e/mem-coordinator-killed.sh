@@ -16,12 +16,8 @@ export GPUSHARE_SIM_PCIE_GBPS=1
 
 baseline=$(free_bytes before)
 start_coordinator
-gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
-  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/prod-done" check:7 \
-  ready:"$s/opp-checked" wait:"$s/restored" managed-stats check:7 free check:3 free \
-  >"$s/opp.out" 2>"$s/opp.err" &
-opp=$!
-wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+start_opp_768 wait:"$s/prod-done" check:7 ready:"$s/opp-checked" wait:"$s/restored" \
+  managed-stats check:7 free check:3 free
 gpushare-run --sim --no-coordinator --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 \
   ready:"$s/prod-done" wait:"$s/prod-go" check:5 >"$s/prod.out" 2>"$s/prod.err" &
 prod=$!

@@ -11,11 +11,7 @@
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 
 start_coordinator
-gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
-  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/prod-done" check:7 free check:3 \
-  >"$s/opp.out" 2>"$s/opp.err" &
-opp=$!
-wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+start_opp_768 wait:"$s/prod-done" check:7 free check:3
 gpushare-run --sim --name prod -- "$c" init ctx stream alloc:async:384MiB fill:5 \
   alloc:pool:384MiB fill:6 check:6 >"$s/prod.out" 2>"$s/prod.err" ||
   fail "a production stream-ordered allocation failed: $(cat "$s/prod.out" "$s/prod.err")"

@@ -11,10 +11,7 @@ export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD
 export GPUSHARE_SIM_PCIE_GBPS=1
 
 start_coordinator
-gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
-  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/never" >"$s/opp.out" 2>"$s/opp.err" &
-opp=$!
-wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+start_opp_768 wait:"$s/never"
 gpushare-run --sim --name prod -- "$c" init ctx alloc:plain:640MiB fill:5 check:5 \
   >"$s/prod.out" 2>"$s/prod.err" &
 prod=$!

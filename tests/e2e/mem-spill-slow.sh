@@ -16,11 +16,7 @@ export GPUSHARE_SIM_MIGRATE_BANDWIDTH=128MiB
 . "$e2e_dir/mem.inc"
 
 start_coordinator
-gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:256MiB fill:3 \
-  alloc:plain:512MiB fill:7 ready:"$s/opp-full" wait:"$s/done" check:7 \
-  >"$s/opp.out" 2>"$s/opp.err" &
-opp=$!
-wait_for "the opportunistic job's 768 MiB" 10 test -e "$s/opp-full"
+start_opp_768 wait:"$s/done" check:7
 wait_for "its 768 MiB on the device in show" 5 sh -c \
   "gpushare-ctl show opp | jq -se '.[0] | .mem_device_resident_bytes == $((768 * MiB))'"
 
