@@ -156,7 +156,7 @@ class Job:
         failed: a job held at start-up cannot look at its stop file)."""
         open(self.stop_file, "w").close()
         try:
-            self.process.wait(timeout=10 if ctx.sim else 30)
+            self.process.wait(timeout=10 if ctx.sim else 15)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
