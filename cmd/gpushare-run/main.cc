@@ -175,6 +175,9 @@ int main(int argc, char** argv) {
   app.add_flag("--sim", request.sim, "Use the simulated GPU");
   app.add_flag("--suspendable", request.suspendable,
                "Back device memory so that gpushare-ctl suspend can free it");
+  app.add_option("--compute-trace", request.compute_trace,
+                 "Record compute admission decisions as JSON Lines (%p: the pid)")
+      ->type_name("PATH");
   app.add_flag("--no-coordinator", options.no_coordinator,
                "Do not start a per-user coordinator when none is running");
   // One value per -p: a vector option would otherwise swallow the command.

@@ -1,5 +1,7 @@
 #include "runner/launch.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <string_view>
 
@@ -87,6 +89,19 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   if (request.sim) set("LD_LIBRARY_PATH", prepend_path(paths.sim_dir, getenv("LD_LIBRARY_PATH")));
   set(env::kQos, qos_name(request.qos));
   if (request.suspendable) set(env::kSuspendable, "on");
+  if (request.compute_trace) {
+    // Absolute: the job may change directory before its first record.
+    std::string path = *request.compute_trace;
+    if (path.empty()) return make_error("--compute-trace: the path is empty");
+    if (path.front() != '/') {
+      char cwd[4096];
+      if (::getcwd(cwd, sizeof cwd) == nullptr) {
+        return make_error("--compute-trace: cannot resolve '" + path + "': no working directory");
+      }
+      path = std::string(cwd) + "/" + path;
+    }
+    set(env::kComputeTrace, path);
+  }
 
   if (request.mem_limit && *request.mem_limit != "none") {
     // Percentages are resolved by the interposer, which knows the device;

@@ -25,6 +25,9 @@ struct RunRequest {
   /// --suspendable: plain device memory backed so that `gpushare-ctl
   /// suspend` can free it (GPUSHARE_SUSPENDABLE=on).
   bool suspendable = false;
+  /// --compute-trace PATH: GPUSHARE_COMPUTE_TRACE, made absolute ("%p":
+  /// the pid of each process of the job).
+  std::optional<std::string> compute_trace;
   std::vector<std::string> properties;  ///< KEY=VALUE, applied after the named options
   std::vector<std::string> command;
 };

@@ -9,6 +9,8 @@ namespace gpushare::env {
 inline constexpr const char* kMemLimit = "GPUSHARE_MEM_LIMIT";  ///< SIZE, N% or unset
 inline constexpr const char* kQos = "GPUSHARE_QOS";             ///< production | opportunistic
 inline constexpr const char* kCompute = "GPUSHARE_COMPUTE";     ///< a static compute cap, "30%"
+/// PATH ("%p": the pid): the compute trace (interpose/compute/compute_trace.h)
+inline constexpr const char* kComputeTrace = "GPUSHARE_COMPUTE_TRACE";
 inline constexpr const char* kJob = "GPUSHARE_JOB";             ///< the job's name
 inline constexpr const char* kSocket = "GPUSHARE_SOCKET";       ///< the coordinator's socket
 inline constexpr const char* kTree = "GPUSHARE_TREE";           ///< the job's shared tree file

@@ -106,3 +106,23 @@ TEST_CASE("a paused job's reasons are samples of gpushare_job_paused", "[coord][
   text = text_of(job);
   CHECK_THAT(text, Catch::Contains("gpushare_job_paused{" + labels + R"(,reason="memory"} 0)"));
 }
+
+TEST_CASE("why a job is held and its GPU time of the last window are metrics", "[coord][metrics]") {
+  JobView job = a_job();
+  job.hold = "waiting-for-gap";
+  job.gpu_ns_last_window = 250'000'000;
+  job.held_ns_last_window = 700'000'000;
+  job.launch_cost_ns = 1'400'000;
+  std::string text = text_of(job);
+  const std::string labels = R"(job_id="7",job_name="train",uid="1000",gpu_uuid="GPU-aa")";
+  CHECK_THAT(text, Catch::Contains("# TYPE gpushare_job_hold gauge\n"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_hold{" + labels + R"(,reason="waiting-for-gap"} 1)"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_hold{" + labels + R"(,reason="running"} 0)"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_hold{" + labels + R"(,reason="paused-memory"} 0)"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_gpu_seconds_last_window{" + labels + "} 0.25\n"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_held_seconds_last_window{" + labels + "} 0.7\n"));
+  CHECK_THAT(text, Catch::Contains("gpushare_job_launch_cost_seconds{" + labels + "} 0.0014\n"));
+  // Nothing learned: no sample (PromQL's "no value"), not a sentinel.
+  job.launch_cost_ns = 0;
+  CHECK_THAT(text_of(job), !Catch::Contains("gpushare_job_launch_cost_seconds{"));
+}

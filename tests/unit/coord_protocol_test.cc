@@ -10,7 +10,7 @@ using namespace gpushare::coord;
 namespace {
 
 const char* kRegister =
-    R"({"kind":"register","version":1,"protocol":1,"layout_version":5,"name":"train",)"
+    R"({"kind":"register","version":1,"protocol":1,"layout_version":6,"name":"train",)"
     R"("qos":"opportunistic","devices":[{"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",)"
     R"("mem_total_bytes":17179869184,"requested_limit_bytes":4294967296,"mem_limit_bytes":1073741824}]})";
 
@@ -135,7 +135,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
   CHECK(
       error_of(
           R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
-      "unsupported control block layout 9 (this coordinator has 5)");
+      "unsupported control block layout 9 (this coordinator has 6)");
 }
 
 TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
@@ -222,6 +222,11 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "compute_cap_pct",
                                              "gpu_share_limit_pct",
                                              "compute_phase",
+                                             "hold",
+                                             "window_ns",
+                                             "gpu_ns_last_window",
+                                             "held_ns_last_window",
+                                             "launch_cost_ns",
                                              "devices",
                                              "mem_device_resident_bytes",
                                              "mem_host_resident_bytes"};

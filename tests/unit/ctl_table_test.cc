@@ -49,12 +49,13 @@ TEST_CASE("the job table's header names each column with its unit", "[ctl][table
   std::string table = gpushare::ctl::job_table({});
   CHECK(table ==
         "ID  NAME  PID  UID  QOS  DEVICE  MEM-USED  MEM-LIMIT  LAUNCHES  SPEED  SOLO-SPEED  "
-        "SLOWDOWN  LAUNCH-BUDGET  MAX-QUEUED  GPU-TIME  GPU-TIME-LIMIT  GPU-TIME-CAP  STATE\n");
+        "SLOWDOWN  LAUNCH-BUDGET  MAX-QUEUED  GPU-TIME  GPU-TIME-LIMIT  GPU-TIME-CAP  GPU-LAST-S  "
+        "HOLD  STATE\n");
 }
 
 TEST_CASE("speeds carry their unit, iterations or launches", "[ctl][table]") {
   std::vector<std::string> cells = words(gpushare::ctl::job_table({job("iterations", 2.5)}), 1);
-  REQUIRE(cells.size() == 22);
+  REQUIRE(cells.size() == 24);  // GPU-LAST-S and HOLD: "-" where the record has none
   CHECK(cells[9] == "82.952");
   CHECK(cells[10] == "it/s");
   CHECK(cells[11] == "32.001");

@@ -97,3 +97,12 @@ TEST_CASE("GPUSHARE_SUSPENDABLE turns VMM backing of plain memory on and off", "
   Settings bad = settings_from({{"GPUSHARE_SUSPENDABLE", "yes"}});
   CHECK(std::string(bad.error) == "invalid GPUSHARE_SUSPENDABLE 'yes': expected on or off");
 }
+
+TEST_CASE("GPUSHARE_COMPUTE_TRACE names the compute trace, bounded in length", "[interpose]") {
+  CHECK(settings_from({}).compute_trace_path[0] == '\0');
+  Settings on = settings_from({{"GPUSHARE_COMPUTE_TRACE", "/tmp/evidence/compute-trace-%p.jsonl"}});
+  CHECK(std::string(on.compute_trace_path) == "/tmp/evidence/compute-trace-%p.jsonl");
+  CHECK(on.error[0] == '\0');
+  Settings long_path = settings_from({{"GPUSHARE_COMPUTE_TRACE", std::string(300, 'a').c_str()}});
+  CHECK(std::string(long_path.error) == "GPUSHARE_COMPUTE_TRACE is longer than 255 bytes");
+}

@@ -136,3 +136,98 @@ TEST_CASE("under a yield mask the cap's bucket refills between decisions") {
   throttle_finished(&state, 2 * kMs);  // a marker's stretch: 2 ms debited
   CHECK(cap_sleep_ns(&state, limits, 2 * kMs) == kMaxSleepNs);  // 3 ms owed, in 2-ms sleeps
 }
+
+TEST_CASE("a host pause longer than the queued work covers starts a new burst") {
+  constexpr std::uint64_t kUs = 1'000;
+  BurstState burst;
+  CHECK_FALSE(burst_breaks(burst, 5 * kUs));  // no launch yet: the first burst starts anyway
+  burst.launch_ns = 1400 * kUs;  // learned: long kernels
+  burst_launched(&burst, 1'000 * kUs);
+  burst.issued = 10;
+  burst.done = 0;
+  // Ten queued, counted at the assumed 200 us at most (not the learned
+  // 1.4 ms): 2 ms covered. Launches 10 us apart stay in the burst; a 1-s
+  // pause does not, nor does one just over the cover.
+  CHECK(burst_cover_ns(burst) == 2'000 * kUs);
+  CHECK_FALSE(burst_breaks(burst, 1'010 * kUs));
+  CHECK_FALSE(burst_breaks(burst, 3'000 * kUs));
+  CHECK(burst_breaks(burst, 3'001 * kUs));
+  CHECK(burst_breaks(burst, 1'001'000 * kUs));
+  // Nothing queued: a pause of more than kBurstBreakMinNs breaks, a
+  // shorter one (a host-bound job's launch spacing) does not.
+  burst.done = 10;
+  CHECK_FALSE(burst_breaks(burst, 1'000 * kUs + kBurstBreakMinNs));
+  CHECK(burst_breaks(burst, 1'001 * kUs + kBurstBreakMinNs));
+}
+
+TEST_CASE("a stretch another context may have run in at most doubles the cost") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  BurstState burst;
+  // Unlearned: a stretch beside production (5 launches in 15 ms, most of
+  // it production's) raises the assumed 200 us to 400 us, no more...
+  burst_learn(&burst, 5, 15 * kMs, false);
+  CHECK(burst.launch_ns == Approx(2 * kInitialLaunchNs));
+  // ...and each such stretch at most doubles it: a figure follows a job
+  // whose kernels really are long within a few stretches.
+  burst_learn(&burst, 1, 15 * kMs, false);
+  CHECK(burst.launch_ns == Approx(4 * kInitialLaunchNs));
+  // A cheaper one lowers it by an eighth.
+  burst_learn(&burst, 10, kMs / 10, false);
+  CHECK(burst.launch_ns == Approx(800'000 - (800'000 - 10'000) / 8.0));
+  // A clean stretch raises it at once, as before.
+  burst_learn(&burst, 1, 20 * kMs, true);
+  CHECK(burst.launch_ns == Approx(20'000'000));
+  // Unlearned, a cheaper stretch than assumed is taken as is.
+  BurstState fresh;
+  burst_learn(&fresh, 100, 1 * kMs, false);
+  CHECK(fresh.launch_ns == Approx(10'000));
+}
+
+TEST_CASE("a learned cost halves for every second without a launch") {
+  constexpr std::uint64_t kS = 1'000'000'000;
+  BurstState burst;
+  burst.launch_ns = 100'000'000;  // 100 ms: more than any gap holds
+  burst_launched(&burst, 10 * kS);
+  CHECK_FALSE(burst_age(&burst, 10 * kS + kS / 2));
+  CHECK(burst_age(&burst, 12 * kS + 1));  // two seconds: a quarter
+  CHECK(burst.launch_ns == Approx(25'000'000));
+  CHECK_FALSE(burst_age(&burst, 12 * kS + 2));  // not twice for the same seconds
+  CHECK(burst_age(&burst, 13 * kS + 1));
+  CHECK(burst.launch_ns == Approx(12'500'000));
+  CHECK(burst_age(&burst, 40 * kS));  // never below what an unknown job is assumed to cost
+  CHECK(burst.launch_ns == Approx(kInitialLaunchNs));
+  CHECK_FALSE(burst_age(&burst, 50 * kS));
+  burst.launch_ns = 10'000;  // a cheap figure is left alone
+  CHECK_FALSE(burst_age(&burst, 60 * kS));
+  CHECK(burst.launch_ns == Approx(10'000));
+}
+
+TEST_CASE("no learned cost keeps a job out of a production gap") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  BurstState burst;
+  // The lockout as it was: a second learned over ten launches, a 15-ms gap.
+  burst_learn(&burst, 10, 1000 * kMs);
+  CHECK(burst.launch_ns == Approx(100 * kMs));
+  CHECK(burst_room(burst, 15 * kMs) == 0);
+  // In the gap one launch goes while none of ours is queued...
+  CHECK(burst_admits(burst, 15 * kMs, true) == 1);
+  // ...but not beside a busy job, not with a grant of 0 (it is due back),
+  // and not a second one while the first is queued.
+  CHECK(burst_admits(burst, 1 * kMs, false) == 0);
+  CHECK(burst_admits(burst, 0, true) == 0);
+  burst.issued = 1;
+  CHECK(burst_admits(burst, 15 * kMs, true) == 0);
+  // Each such launch is measured (1.4 ms, in the gap: clean) and the
+  // figure mends by an eighth per stretch: within 60 gaps (under 2 s of a
+  // 29-ms production period) a gap holds several launches again.
+  int gaps = 0;
+  while (burst_room(burst, 15 * kMs) < 5 && gaps < 1000) {
+    burst.done = burst.issued;
+    burst_learn(&burst, 1, 1400 * kMs / 1000);
+    ++burst.issued;
+    ++gaps;
+  }
+  burst.done = burst.issued;
+  CHECK(gaps <= 60);
+  CHECK(burst_room(burst, 15 * kMs) >= 5);
+}

@@ -162,3 +162,20 @@ TEST_CASE("the interposer is found relative to the executable", "[run]") {
   REQUIRE(overridden);
   CHECK(overridden->interposer == "/tmp/x.so");
 }
+
+TEST_CASE("the compute trace's path goes to the job absolute, its %p kept", "[run]") {
+  RunRequest request;
+  request.command = {"job"};
+  FakeEnv env;
+  CHECK(env_of(*plan_launch(request, kPaths, env.getter())).count("GPUSHARE_COMPUTE_TRACE") == 0);
+  request.compute_trace = "/evidence/compute-trace-%p.jsonl";
+  CHECK(env_of(*plan_launch(request, kPaths, env.getter()))["GPUSHARE_COMPUTE_TRACE"] ==
+        "/evidence/compute-trace-%p.jsonl");
+  request.compute_trace = "trace-%p.jsonl";
+  std::string relative = env_of(*plan_launch(request, kPaths, env.getter()))["GPUSHARE_COMPUTE_TRACE"];
+  CHECK(relative.front() == '/');
+  CHECK(relative.size() > std::string("/trace-%p.jsonl").size());
+  CHECK(relative.substr(relative.size() - 15) == "/trace-%p.jsonl");
+  request.compute_trace = "";
+  CHECK_FALSE(plan_launch(request, kPaths, env.getter()));
+}

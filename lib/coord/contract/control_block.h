@@ -163,6 +163,16 @@
 // Layout 4 peers refuse "room" (a registered job sent nothing before), so
 // the version changes with it.
 //
+// Hold reasons (layout 6, telemetry, at the end). An opportunistic job
+// that gets no GPU time says why. Its launch gate stores what its launches
+// wait for now in `hold_reason` (kHold*; kHoldNone while nothing waits)
+// and since when in `hold_since_ns`, adds each wait's length to
+// `held_ns[reason]` when it ends, and publishes in `launch_cost_ns` the GPU
+// time per launch its admission learned (0: not learned yet, so the
+// assumed figure is in force). The coordinator samples them with the
+// compute loop and shows, per job, the reason and the GPU time of its last
+// window (gpushare-ctl(1), "Why a job is held").
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -181,7 +191,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 6;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -212,6 +222,17 @@ inline constexpr std::uint64_t kBlocksIpc = 2;         ///< memory exported by c
 inline constexpr std::uint64_t kBlocksProgramVmm = 4;  ///< the program's own VMM mappings
 inline constexpr std::uint64_t kBlocksPlain = 8;       ///< device memory not allocated suspendable
 inline constexpr std::uint64_t kBlocksPools = 16;      ///< stream-ordered (pool) memory
+
+/// Values of TelemetryPage::hold_reason (layout 6): what a job's launches
+/// wait for; also the index of TelemetryPage::held_ns.
+inline constexpr std::uint64_t kHoldNone = 0;             ///< nothing waits
+inline constexpr std::uint64_t kHoldProductionBusy = 1;   ///< a followed production job is busy
+inline constexpr std::uint64_t kHoldProductionDue = 2;    ///< its gap is over: it is due back
+inline constexpr std::uint64_t kHoldOwnWork = 3;          ///< the job's own queued work fills its grant
+inline constexpr std::uint64_t kHoldComputeCap = 4;       ///< a share of GPU time (cap or loop level)
+inline constexpr std::uint64_t kHoldLaunchBudget = 5;     ///< the loop's launch budget
+inline constexpr std::uint64_t kHoldPaused = 6;           ///< the job is paused (limits page)
+inline constexpr int kHoldReasons = 7;
 
 /// Per-device limits, written by the coordinator.
 struct DeviceLimits {
@@ -266,6 +287,10 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> suspend_state;                       ///< layout 4: kSuspend*
   std::atomic<std::uint64_t> suspend_blockers;                    ///< layout 4: kBlocks*
   std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];        ///< layout 4
+  std::atomic<std::uint64_t> hold_reason;                         ///< layout 6: kHold*
+  std::atomic<std::uint64_t> hold_since_ns;   ///< layout 6: CLOCK_MONOTONIC; 0: not held
+  std::atomic<std::uint64_t> held_ns[kHoldReasons];  ///< layout 6: waits so far, per reason
+  std::atomic<std::uint64_t> launch_cost_ns;  ///< layout 6: learned GPU time per launch; 0: none
 };
 
 /// A job's yield page (layout 4; `beats`, layout 5): written by the job

@@ -114,6 +114,10 @@ Labels with(Labels labels, const char* name, std::string value) {
 
 const char* const kClasses[] = {"production", "opportunistic"};
 const char* const kStates[] = {"running", "paused", "stale", "suspending", "suspended", "resuming"};
+// The words of a job record's "hold" (gpushare-ctl(1), "Why a job is held").
+const char* const kHolds[] = {"running",       "idle",          "learning",
+                              "waiting-for-gap", "compute-cap", "launch-budget",
+                              "paused-operator", "paused-memory"};
 
 void device_families(Writer& w, const Records& records) {
   struct DeviceGauge {
@@ -263,6 +267,32 @@ void job_compute_families(Writer& w, const Records& records) {
             "The fraction of the GPU's time the job's kernels occupied over the last window."});
   each_job([&](const ordered_json& r, const Labels& l) {
     w.sample(l, field(r, "gpu_share_pct") / 100.0);
+  });
+  w.family({"gpushare_job_hold", "gauge",
+            "1 for why the job is held now (waiting-for-gap, learning, compute-cap, "
+            "launch-budget, paused-operator, paused-memory) or that it is not (running, idle), "
+            "0 for the others."});
+  each_job([&](const ordered_json& r, const Labels& labels) {
+    std::string hold = string_field(r, "hold");
+    if (hold.empty()) return;
+    for (const char* name : kHolds) w.sample(with(labels, "reason", name), hold == name ? 1 : 0);
+  });
+  w.family({"gpushare_job_gpu_seconds_last_window", "gauge",
+            "GPU time the job's interposer measured for its kernels over the last window "
+            "(one second)."});
+  each_job([&](const ordered_json& r, const Labels& l) {
+    w.sample(l, field(r, "gpu_ns_last_window") / 1e9);
+  });
+  w.family({"gpushare_job_held_seconds_last_window", "gauge",
+            "Time the job's launches waited for admission or a pause over the last window "
+            "(one second)."});
+  each_job([&](const ordered_json& r, const Labels& l) {
+    w.sample(l, field(r, "held_ns_last_window") / 1e9);
+  });
+  w.family({"gpushare_job_launch_cost_seconds", "gauge",
+            "The GPU time per launch the job's admission learned (absent: not learned)."});
+  each_job([&](const ordered_json& r, const Labels& l) {
+    w.sample(l, field(r, "launch_cost_ns") / 1e9);
   });
   w.family({"gpushare_job_gpu_share_limit_ratio", "gauge",
             "The most of the GPU's time the job may take now, from a static cap or the "

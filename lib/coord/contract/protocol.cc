@@ -319,6 +319,10 @@ std::string encode_error(std::string_view message, std::string_view reason) {
 
 namespace {
 
+// The window of gpu_ns_last_window and held_ns_last_window (the
+// coordinator's kHoldWindowNs; shorter for a job that just started).
+constexpr std::uint64_t kHoldWindowNsShown = 1'000'000'000;
+
 // A measured number, rounded for people (three significant decimals), or
 // null when not measured.
 ordered_json measured(double value, double scale = 1.0) {
@@ -351,6 +355,12 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
                                  : ordered_json(static_cast<double>(job.gpu_limit_ppm) / 1e4);
   r["compute_phase"] =
       job.compute_phase.empty() ? ordered_json(nullptr) : ordered_json(job.compute_phase);
+  r["hold"] = job.hold.empty() ? ordered_json(nullptr) : ordered_json(job.hold);
+  r["window_ns"] = kHoldWindowNsShown;
+  r["gpu_ns_last_window"] = job.gpu_ns_last_window;
+  r["held_ns_last_window"] = job.held_ns_last_window;
+  r["launch_cost_ns"] =
+      job.launch_cost_ns == 0 ? ordered_json(nullptr) : ordered_json(job.launch_cost_ns);
 }
 
 }  // namespace

@@ -144,6 +144,14 @@ struct JobView {
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the user's static cap
   std::uint64_t gpu_limit_ppm = kNoLimit;    ///< the cap in force (static or the loop's)
   std::string compute_phase;                 ///< the device's controller phase
+  /// Why the job is held, in one word (gpushare-ctl(1), "Why a job is
+  /// held"), and over its last second: the GPU time its interposer
+  /// measured and the time its launches waited. launch_cost_ns: the GPU
+  /// time per launch its admission learned (0: not learned).
+  std::string hold;
+  std::uint64_t gpu_ns_last_window = 0;
+  std::uint64_t held_ns_last_window = 0;
+  std::uint64_t launch_cost_ns = 0;
   std::vector<JobDeviceView> devices;
   std::optional<ViolationView> violation;  ///< only while the job is a violator
   /// Why the job's last suspend was refused by the job itself (empty: none).

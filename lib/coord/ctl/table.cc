@@ -1,5 +1,7 @@
 #include "coord/ctl/table.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -101,6 +103,15 @@ std::string state(const ordered_json& record) {
   return out;
 }
 
+// The GPU time of the job's last window (one second), in seconds.
+std::string gpu_last_window(const ordered_json& record) {
+  auto it = record.find("gpu_ns_last_window");
+  if (it == record.end() || !it->is_number()) return "-";
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.3f", it->get<double>() / 1e9);
+  return cell;
+}
+
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
@@ -108,7 +119,8 @@ std::string job_table(const std::vector<ordered_json>& records) {
   // header's words; gpushare-ctl(1) says how each is measured.
   std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
                             "LAUNCHES", "SPEED", "SOLO-SPEED", "SLOWDOWN", "LAUNCH-BUDGET",
-                            "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "STATE"}};
+                            "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "GPU-LAST-S",
+                            "HOLD", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back(
@@ -117,7 +129,7 @@ std::string job_table(const std::vector<ordered_json>& records) {
          text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
          with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
          percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
-         percent(r, "compute_cap_pct", "none"), state(r)});
+         percent(r, "compute_cap_pct", "none"), gpu_last_window(r), text(r, "hold"), state(r)});
   }
   return render(rows);
 }

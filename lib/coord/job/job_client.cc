@@ -185,6 +185,10 @@ void copy_telemetry(TelemetryPage* page) {
                             std::memory_order_relaxed);
     page->throttle_wait_ns.store(c->throttle_wait_ns.load(std::memory_order_relaxed),
                                  std::memory_order_relaxed);
+    page->hold_reason.store(c->hold_reason.load(std::memory_order_relaxed));
+    page->hold_since_ns.store(c->hold_since_ns.load(std::memory_order_relaxed));
+    for (int i = 0; i < kHoldReasons; ++i) page->held_ns[i].store(c->held_ns[i].load());
+    page->launch_cost_ns.store(c->launch_cost_ns.load(std::memory_order_relaxed));
   }
   page->heartbeat_ns.store(now_ns(), std::memory_order_release);
 }

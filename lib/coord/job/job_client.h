@@ -82,6 +82,12 @@ struct LocalCounters {
   std::atomic<std::uint64_t> last_iteration_ns;
   std::atomic<std::uint64_t> gpu_busy_ns;
   std::atomic<std::uint64_t> throttle_wait_ns;
+  /// Why launches wait (layout 6, control_block.h "Hold reasons"): the
+  /// reason now and since when, waits so far per reason, the learned cost.
+  std::atomic<std::uint64_t> hold_reason;
+  std::atomic<std::uint64_t> hold_since_ns;
+  std::atomic<std::uint64_t> held_ns[kHoldReasons];
+  std::atomic<std::uint64_t> launch_cost_ns;
   /// When set, the launch count to publish (the interposer counts launches
   /// per thread, without a locked instruction); else `launches`.
   std::uint64_t (*launches_total)();

@@ -268,6 +268,24 @@ YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
   return grant;
 }
 
+YieldMarks yield_marks(std::uint64_t mask) {
+  YieldMarks seen;
+  for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
+    if ((mask & 1) == 0) continue;
+    const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+    if (page == nullptr) continue;
+    ++seen.slots;
+    seen.busy = seen.busy || page->busy.load(std::memory_order_acquire) != 0;
+    seen.marks += page->marks.load(std::memory_order_relaxed);
+    seen.beats += page->beats.load(std::memory_order_relaxed);
+    std::uint64_t gap = page->gap_ns.load(std::memory_order_relaxed);
+    if (gap != 0 && (seen.gap_ns == 0 || gap < seen.gap_ns)) seen.gap_ns = gap;
+    std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+    if (cleared > seen.cleared_ns) seen.cleared_ns = cleared;
+  }
+  return seen;
+}
+
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns) {
   timespec timeout{static_cast<time_t>(timeout_ns / 1000000000ull),
                    static_cast<long>(timeout_ns % 1000000000ull)};

@@ -101,6 +101,20 @@ inline constexpr std::uint64_t kYieldFreeGrantNs = 2'000'000;
 /// busy (a page that always says "back soon" but never is).
 YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns);
 
+/// What a follower sees of the production jobs under `mask`, for its
+/// compute trace and for telling a clean stretch of its own work from one
+/// another context's work may have stretched (throttle.cc). Read-only
+/// loads; no clock.
+struct YieldMarks {
+  int slots = 0;                  ///< followed pages mapped under the mask
+  bool busy = false;              ///< any of them marked busy now
+  std::uint64_t marks = 0;        ///< their 0 -> 1 transitions, summed
+  std::uint64_t beats = 0;        ///< their heartbeats, summed
+  std::uint64_t gap_ns = 0;       ///< the smallest known gap estimate; 0: none
+  std::uint64_t cleared_ns = 0;   ///< the latest clear; 0: none
+};
+YieldMarks yield_marks(std::uint64_t mask);
+
 /// Waits (futex, never spinning) while `word` stays 1, at most timeout_ns.
 void yield_wait(const std::atomic<std::uint32_t>* word, std::uint64_t timeout_ns);
 

@@ -3,16 +3,22 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "coord/job/job_client.h"
+#include "coord/contract/control_block.h"
 #include "coord/job/yield.h"
 #include "interpose/core/runtime.h"
 #include "interpose/core/log.h"
+#include "interpose/compute/compute_trace.h"
 #include "interpose/compute/throttle_logic.h"
 
 namespace gpushare::interpose {
 namespace {
+
+using coord::kHoldComputeCap, coord::kHoldLaunchBudget, coord::kHoldNone, coord::kHoldOwnWork,
+    coord::kHoldPaused, coord::kHoldProductionBusy, coord::kHoldProductionDue;
 
 constexpr int kRing = 64;
 // Marker events of the yield's bursts: a ring, at most kMarkers - 2 in
@@ -46,10 +52,30 @@ struct DeviceGate {
   // The yield's bursts (throttle.h): admission state, and the markers.
   BurstState burst;
   bool burst_fresh = true;  ///< the next launch starts a burst (after a wait)
+  bool host_gap = false;    ///< ... because the host paused (burst_admit saw it)
+  std::uint64_t gap_ns = 0, gap_cover_ns = 0;  ///< that pause, and what covered it
   std::uint64_t burst_id = 0;
   CUevent marker[kMarkers] = {};
   std::uint64_t marker_issued[kMarkers] = {};  ///< burst.issued when recorded
   std::uint64_t marker_burst[kMarkers] = {};
+  // Followed production jobs' marks when the marker was recorded, and
+  // whether one was busy then: a stretch from it is clean when none was,
+  // and none started, before the stretch's end was seen.
+  std::uint64_t marker_prod_marks[kMarkers] = {};
+  bool marker_prod_busy[kMarkers] = {};
+  // The trace's record of the waits since the last launch, merged while
+  // they have one reason (a job held for a second is one record, not
+  // hundreds): written when the reason changes or a launch goes.
+  struct PendingWait {
+    const char* reason = nullptr;  ///< null: none pending
+    std::uint64_t start = 0, end = 0, waits = 0, wait_ns = 0, burst_launches = 0;
+    std::uint64_t grant_ns = 0, allowed_ns = 0, launch_ns = 0, queued = 0;
+    coord::job::YieldMarks marks;
+  } pending;
+  std::uint64_t yield_mask = 0;        ///< the mask of the last admission
+  std::uint64_t burst_launches = 0;    ///< launches since the last wait (the trace's burst)
+  CUstream last_stream = nullptr;      ///< where the last burst launch went
+  bool last_per_thread = false;
   int marker_head = 0;
   int marker_count = 0;
   int last_done_marker = -1;  ///< the newest finished marker's slot, or -1
@@ -57,6 +83,9 @@ struct DeviceGate {
 };
 
 constinit DeviceGate g_gates[kMaxDevices];
+// Whether any gate has admitted a burst launch: the synchronisation hooks'
+// only cost for other jobs (throttle_before_sync).
+constinit std::atomic<bool> g_bursting{false};
 
 std::uint64_t now_ns() {
   timespec ts;
@@ -160,7 +189,10 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
   const RealDriver& real = g_runtime.real;
   while (gate.marker_count > 0) {
     int slot = gate.marker_head;
-    if (until > 0 && gate.marker_issued[slot] <= until) {
+    // Waiting: until `until` launches are known done, whichever marker
+    // gets there (the head one is the oldest past `done`).
+    bool waited = until > 0 && gate.burst.done < until;
+    if (waited) {
       if (real.real_cuEventSynchronize != nullptr) real.real_cuEventSynchronize(gate.marker[slot]);
     } else if (real.real_cuEventQuery(gate.marker[slot]) == CUDA_ERROR_NOT_READY) {
       return;
@@ -168,15 +200,37 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
     int previous = gate.last_done_marker;
     std::uint64_t launches = gate.marker_issued[slot] - gate.burst.done;
     float ms = 0;
+    std::uint64_t gpu_ns = 0;
+    bool clean = false;
     if (previous >= 0 && launches > 0 && gate.marker_burst[previous] == gate.marker_burst[slot] &&
         real.real_cuEventElapsedTime != nullptr &&
         real.real_cuEventElapsedTime(&ms, gate.marker[previous], gate.marker[slot]) ==
             CUDA_SUCCESS &&
         ms > 0) {
-      auto gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-      burst_learn(&gate.burst, launches, gpu_ns);
+      gpu_ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+      // Clean: no followed production job was busy when the stretch began,
+      // and none has started since (its marks did not move, it is not
+      // busy now), so the stretch is our GPU time alone.
+      coord::job::YieldMarks now = coord::job::yield_marks(gate.yield_mask);
+      clean = !gate.marker_prod_busy[previous] && !now.busy &&
+              now.marks == gate.marker_prod_marks[previous];
+      burst_learn(&gate.burst, launches, gpu_ns, clean);
+      g_counters.launch_cost_ns.store(static_cast<std::uint64_t>(gate.burst.launch_ns),
+                                      std::memory_order_relaxed);
       throttle_finished(&gate.state, gpu_ns);  // the cap's debit, for free grants
       g_counters.gpu_busy_ns.fetch_add(gpu_ns, std::memory_order_relaxed);
+    }
+    if (launches > 0 && trace_enabled()) {  // a burst's start marker times nothing
+      TraceLine("compute-marker", now_ns())
+          .num("burst", gate.marker_burst[slot])
+          .num("issued", gate.marker_issued[slot])
+          .num("launches", launches)
+          .num("gpu_ns", gpu_ns)
+          .flag("timed", gpu_ns > 0)
+          .flag("clean", clean)
+          .flag("waited", waited)
+          .num("launch_ns", static_cast<std::uint64_t>(gate.burst.launch_ns))
+          .emit();
     }
     gate.burst.done = gate.marker_issued[slot];
     gate.last_done_marker = slot;
@@ -186,11 +240,20 @@ void reap_markers(DeviceGate& gate, std::uint64_t until) {
 }
 
 void record_marker(DeviceGate& gate, CUstream stream, bool per_thread) {
-  if (gate.marker_count >= kMarkers - 2) reap_markers(gate, gate.marker_issued[gate.marker_head]);
+  if (gate.marker_count >= kMarkers - 2) {  // the oldest must go first: wait for it
+    const RealDriver& real = g_runtime.real;
+    if (real.real_cuEventSynchronize != nullptr) {
+      real.real_cuEventSynchronize(gate.marker[gate.marker_head]);
+    }
+    reap_markers(gate, 0);
+  }
   int slot = (gate.marker_head + gate.marker_count) % kMarkers;
   if (record(gate.marker[slot], stream, per_thread) != CUDA_SUCCESS) return;
   gate.marker_issued[slot] = gate.burst.issued;
   gate.marker_burst[slot] = gate.burst_id;
+  coord::job::YieldMarks marks = coord::job::yield_marks(gate.yield_mask);
+  gate.marker_prod_marks[slot] = marks.marks;
+  gate.marker_prod_busy[slot] = marks.busy;
   gate.last_marker_issued = gate.burst.issued;
   ++gate.marker_count;
 }
@@ -204,13 +267,97 @@ void sleep_unlocked(DeviceGate& gate, std::uint64_t ns) {
   pthread_mutex_lock(&gate.mutex);
 }
 
+// Writes the pending waits' record (compute_trace.h): why, how often, how
+// long, and what admission and the production marks said at the first.
+void trace_waits(DeviceGate& gate, int device) {
+  DeviceGate::PendingWait& p = gate.pending;
+  if (p.reason == nullptr) return;
+  TraceLine("compute-wait", p.start)
+      .num("device", static_cast<std::uint64_t>(device))
+      .str("reason", p.reason)
+      .num("waits", p.waits)
+      .num("wait_ns", p.wait_ns)
+      .num("span_ns", p.end > p.start ? p.end - p.start : 0)
+      .num("burst_launches", p.burst_launches)
+      .num("grant_ns", p.grant_ns)
+      .num("allowed_ns", p.allowed_ns)
+      .num("launch_ns", p.launch_ns)
+      .num("queued_launches", p.queued)
+      .num("prod_slots", static_cast<std::uint64_t>(p.marks.slots))
+      .flag("prod_busy", p.marks.busy)
+      .num("prod_marks", p.marks.marks)
+      .num("prod_beats", p.marks.beats)
+      .num("prod_gap_ns", p.marks.gap_ns)
+      .num("prod_since_clear_ns",
+           p.marks.cleared_ns != 0 && p.start > p.marks.cleared_ns ? p.start - p.marks.cleared_ns
+                                                                   : 0)
+      .emit();
+  p.reason = nullptr;
+}
+
+// A launch starts waiting for `hold` (control_block.h, kHold*): published
+// for gpushare-ctl, so that a job held for long says why.
+void hold_begin(std::uint64_t hold, std::uint64_t now) {
+  g_counters.hold_since_ns.store(now, std::memory_order_relaxed);
+  g_counters.hold_reason.store(hold, std::memory_order_relaxed);
+}
+
+// One wait of a launch is over: its time under its reason, the compute
+// trace's record of it (why, how long, what admission knew), and the
+// burst count restarts.
+void note_wait(DeviceGate& gate, int device, std::uint64_t hold, const char* reason,
+               std::uint64_t start, std::uint64_t grant_ns, std::uint64_t allowed_ns) {
+  std::uint64_t end = now_ns();
+  g_counters.held_ns[hold].fetch_add(end > start ? end - start : 0, std::memory_order_relaxed);
+  g_counters.hold_reason.store(kHoldNone, std::memory_order_relaxed);
+  g_counters.hold_since_ns.store(0, std::memory_order_relaxed);
+  if (trace_enabled()) {
+    DeviceGate::PendingWait& p = gate.pending;
+    if (p.reason != nullptr && std::strcmp(p.reason, reason) != 0) trace_waits(gate, device);
+    if (p.reason == nullptr) {
+      p.reason = reason;
+      p.start = start;
+      p.waits = p.wait_ns = 0;
+      p.burst_launches = gate.burst_launches;
+      p.marks = coord::job::yield_marks(gate.yield_mask);
+    }
+    ++p.waits;
+    p.wait_ns += end > start ? end - start : 0;
+    p.end = end;
+    p.grant_ns = grant_ns;
+    p.allowed_ns = allowed_ns;
+    p.launch_ns = static_cast<std::uint64_t>(gate.burst.launch_ns);
+    p.queued = gate.burst.issued - gate.burst.done;
+  }
+  gate.burst_launches = 0;
+}
+
 // The yield's admission for one launch (the essay in throttle.h): true when
 // it may go now; otherwise it waited for something (the followed job's
 // clear, our queued work, or time) and the caller asks again.
-bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream,
+bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUstream stream,
                  bool per_thread, std::uint64_t now) {
+  gate.yield_mask = limits.yield_mask;
   bool tracked = ensure_events(gate);
   if (tracked) reap_markers(gate, 0);
+  // The host paused longer than our queued work covers since the last
+  // launch: the GPU may have idled, so no marker recorded from now on (a
+  // wait's included) is timed against one before (throttle.h).
+  if (!gate.burst_fresh && burst_breaks(gate.burst, now)) {
+    gate.host_gap = true;
+    gate.gap_ns = now - gate.burst.last_launch_ns;
+    gate.gap_cover_ns = burst_cover_ns(gate.burst);
+    gate.burst_fresh = true;
+    ++gate.burst_id;
+  }
+  double before = gate.burst.launch_ns;
+  if (burst_age(&gate.burst, now) && trace_enabled()) {
+    TraceLine("compute-age", now)
+        .num("device", static_cast<std::uint64_t>(device))
+        .num("launch_ns_before", static_cast<std::uint64_t>(before))
+        .num("launch_ns", static_cast<std::uint64_t>(gate.burst.launch_ns))
+        .emit();
+  }
   coord::job::YieldGrant grant = coord::job::yield_grant(limits.yield_mask, now);
   double level = limits.compute_cap_ppm != kThrottleNoLimit
                      ? static_cast<double>(limits.compute_cap_ppm) / 1e6
@@ -221,7 +368,9 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
     // GPU time, kept by the cap's bucket (debited by the markers), and one
     // launch may always be queued, whatever it costs.
     if (std::uint64_t sleep = cap_sleep_ns(&gate.state, limits, now); sleep > 0) {
+      hold_begin(kHoldComputeCap, now);
       sleep_unlocked(gate, sleep);
+      note_wait(gate, device, kHoldComputeCap, "cap", now, grant.grant_ns, allowed);
       gate.burst_fresh = true;
       return false;
     }
@@ -238,69 +387,103 @@ bool burst_admit(DeviceGate& gate, const ThrottleLimits& limits, CUstream stream
   }
   if (!tracked) {  // no markers: no bound on queued work, so only in gaps
     if (grant.busy == nullptr && allowed > 0) return true;
-  } else if (burst_room(gate.burst, allowed) > 0) {
+  } else if (burst_admits(gate.burst, allowed, grant.busy == nullptr) > 0) {
+    // In a gap one launch goes whenever none of ours is queued, whatever
+    // the learned cost says: it is then measured, and a wrong figure mends.
     return true;
   } else if (gate.burst.issued > gate.burst.done) {
     // Our queued work fills the grant: wait, in the driver, until half of
     // it is done (one wake-up per half grant, not per launch).
     if (gate.burst.issued > gate.last_marker_issued) record_marker(gate, stream, per_thread);
     std::uint64_t target = burst_wait_target(gate.burst, allowed);
+    hold_begin(kHoldOwnWork, now);
     reap_markers(gate, target > gate.burst.done ? target : gate.burst.done + 1);
+    note_wait(gate, device, kHoldOwnWork, "own-work", now, grant.grant_ns, allowed);
     return false;
   }
   if (grant.busy != nullptr) {  // not even one launch beside it: one wake-up at its clear
+    hold_begin(kHoldProductionBusy, now);
     pthread_mutex_unlock(&gate.mutex);
     coord::job::yield_wait(grant.busy, kYieldWaitNs);
     pthread_mutex_lock(&gate.mutex);
+    note_wait(gate, device, kHoldProductionBusy, "production-busy", now, grant.grant_ns, allowed);
     gate.burst_fresh = true;
     return false;
   }
   // Nothing queued and no room for one launch: the followed job is expected
-  // back, or what is left of its gap is shorter than our launches.
+  // back any moment (a grant of 0).
   std::uint64_t wait = grant.retry_ns > 0 ? grant.retry_ns : grant.grant_ns;
+  hold_begin(kHoldProductionDue, now);
   sleep_unlocked(gate, wait > 1000 ? (wait < kMaxSleepNs ? wait : kMaxSleepNs) : 1000);
+  note_wait(gate, device, kHoldProductionDue, "production-due", now, grant.grant_ns, allowed);
   gate.burst_fresh = true;
   return false;
 }
 
 // Waits until the limits let a launch go (the mutex held, except while
 // sleeping). Returns the limits in force when it may.
-ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool per_thread) {
+ThrottleLimits wait_for_turn(DeviceGate& gate, int device, CUstream stream, bool per_thread,
+                             std::uint64_t* now_out) {
   ThrottleLimits limits = read_limits(device);
   std::uint64_t waited = 0;
+  std::uint64_t now = now_ns();
   while (limits.any()) {
     reap(gate, false);
-    std::uint64_t now = now_ns();
+    now = now_ns();
     ThrottleDecision decision = throttle_decide(&gate.state, limits, now);
     if (decision.wait == ThrottleWait::kNone) {
-      if (limits.yield_mask == 0 || burst_admit(gate, limits, stream, per_thread, now)) break;
+      if (limits.yield_mask == 0 || burst_admit(gate, device, limits, stream, per_thread, now)) {
+        break;
+      }
     } else if (decision.wait == ThrottleWait::kOldest) {
       if (gate.count == 0) break;  // nothing tracked to wait for
+      hold_begin(kHoldOwnWork, now);
       reap(gate, true);
+      note_wait(gate, device, kHoldOwnWork, "queue-bound", now, 0, 0);
     } else {
+      bool cap = limits.compute_cap_ppm != kThrottleNoLimit && limits.compute_cap_ppm > 0 &&
+                 limits.yield_mask == 0 && gate.state.time_tokens_ns <= 0;
+      hold_begin(cap ? kHoldComputeCap : kHoldLaunchBudget, now);
       pthread_mutex_unlock(&gate.mutex);
       timespec pause{0, static_cast<long>(decision.sleep_ns)};
       nanosleep(&pause, nullptr);
       pthread_mutex_lock(&gate.mutex);
+      note_wait(gate, device, cap ? kHoldComputeCap : kHoldLaunchBudget, cap ? "cap" : "budget",
+                now, 0, 0);
       gate.burst_fresh = true;  // the GPU may have idled: no stretch timed across it
     }
     waited += now_ns() - now;
     limits = read_limits(device);  // live: a raise or a cut counts at once
   }
   if (waited > 0) g_counters.throttle_wait_ns.fetch_add(waited, std::memory_order_relaxed);
+  *now_out = now;
   return limits;
 }
 
 }  // namespace
 
 LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
-  if (coord::job::paused()) coord::job::wait_while_paused();
+  if (coord::job::paused()) {
+    std::uint64_t start = now_ns();
+    const char* reason = trace_pause_reason();
+    hold_begin(kHoldPaused, start);
+    coord::job::wait_while_paused();
+    std::uint64_t end = now_ns();
+    g_counters.held_ns[kHoldPaused].fetch_add(end - start, std::memory_order_relaxed);
+    g_counters.hold_reason.store(kHoldNone, std::memory_order_relaxed);
+    g_counters.hold_since_ns.store(0, std::memory_order_relaxed);
+    if (trace_enabled()) {
+      TraceLine("compute-pause", start).str("reason", reason).num("wait_ns", end - start).emit();
+    }
+  }
   LaunchTicket ticket;
   int device = current_device();
   if (device < 0) return ticket;
   DeviceGate& gate = g_gates[device];
   pthread_mutex_lock(&gate.mutex);
-  ThrottleLimits limits = wait_for_turn(gate, device, stream, per_thread);
+  std::uint64_t now = 0;
+  ThrottleLimits limits = wait_for_turn(gate, device, stream, per_thread, &now);
+  if (gate.pending.reason != nullptr) trace_waits(gate, device);  // a launch goes now
   if (!limits.any()) {
     throttle_reset(&gate.state);
     pthread_mutex_unlock(&gate.mutex);
@@ -315,9 +498,27 @@ LaunchTicket throttle_gate(CUstream stream, bool per_thread) {
     ticket.burst = true;
     if (gate.burst_fresh && ensure_events(gate)) {
       ++gate.burst_id;
+      // After a wait the wait's record says why; a burst is worth its own
+      // record when it starts the job or a host pause started it.
+      if (trace_enabled() && (gate.host_gap || gate.burst.issued == 0)) {
+        TraceLine("compute-burst", now)
+            .num("device", static_cast<std::uint64_t>(device))
+            .num("burst", gate.burst_id)
+            .str("cause", gate.host_gap ? "host-gap" : "first")
+            .num("host_gap_ns", gate.host_gap ? gate.gap_ns : 0)
+            .num("cover_ns", gate.host_gap ? gate.gap_cover_ns : 0)
+            .num("launch_ns", static_cast<std::uint64_t>(gate.burst.launch_ns))
+            .emit();
+      }
       record_marker(gate, stream, per_thread);  // the burst's start, to time it from
     }
     gate.burst_fresh = false;
+    gate.host_gap = false;
+    gate.last_stream = stream;
+    gate.last_per_thread = per_thread;
+    if (!g_bursting.load(std::memory_order_relaxed)) g_bursting.store(true);
+    burst_launched(&gate.burst, now);
+    ++gate.burst_launches;
     return ticket;
   }
   if (ensure_events(gate)) {
@@ -349,6 +550,21 @@ void throttle_after(LaunchTicket* ticket, CUresult result) {
   pthread_mutex_unlock(&gate.mutex);
 }
 
+void throttle_before_sync() {
+  if (!g_bursting.load(std::memory_order_relaxed)) return;
+  std::uint64_t now = now_ns();
+  for (DeviceGate& gate : g_gates) {
+    if (!gate.ready || gate.burst.issued <= gate.last_marker_issued) continue;
+    if (pthread_mutex_trylock(&gate.mutex) != 0) continue;  // a launcher is at work
+    // After a host pause the GPU may have idled since the last launch: a
+    // marker now would count it; the tail then goes untimed, as before.
+    if (gate.burst.issued > gate.last_marker_issued && !burst_breaks(gate.burst, now)) {
+      record_marker(gate, gate.last_stream, gate.last_per_thread);
+    }
+    pthread_mutex_unlock(&gate.mutex);
+  }
+}
+
 void throttle_reap_all() {
   for (DeviceGate& gate : g_gates) {
     if (!gate.ready) continue;
@@ -369,11 +585,15 @@ void throttle_after_fork() {
     gate.failed = false;
     gate.head = gate.count = 0;
     gate.burst = BurstState{};
+    gate.pending = DeviceGate::PendingWait{};
     gate.burst_fresh = true;
     gate.marker_head = gate.marker_count = 0;
     gate.last_done_marker = -1;
     gate.last_marker_issued = 0;
+    gate.burst_launches = 0;
+    gate.last_stream = nullptr;
   }
+  trace_after_fork();
 }
 
 }  // namespace gpushare::interpose

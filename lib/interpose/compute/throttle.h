@@ -28,7 +28,7 @@
 // finished, times the learned GPU time per launch; finished work is learned
 // from marker events recorded every kMarkerEvery launches and when the
 // grant is full, which also time the bursts (the cost per launch, taken
-// higher at once and lower by an eighth). When the grant is full the
+// higher at once and lower by an eighth; below). When the grant is full the
 // launch waits, in the driver, until half of it is done; when not even one
 // launch fits beside a busy job it waits once on the job's busy word
 // (futex, at most kYieldWaitNs) and then gets a whole gap's grant; past a
@@ -37,6 +37,47 @@
 // launch, and a production job that returns finds at most a grant queued,
 // which the time-sliced GPU interleaves with its own work. Without events
 // the grant alone admits launches, in gaps only.
+//
+// No learned figure may lock a job out. The cost per launch is the time
+// between two finished markers of one burst over the launches between
+// them, and admission trusts it: a figure above what a gap holds admits
+// nothing, and then nothing finishes to teach it otherwise. Three rules
+// keep it honest and keep a wrong one from holding:
+//   GPU time only. The stretch between two markers counts whatever the
+//       GPU did or did not do meanwhile. (a) The job's own host pauses: a
+//       launch that comes later after the previous one than our queued
+//       work could keep the GPU busy (burst_cover_ns: the launches not
+//       known finished at the learned cost, but never above the assumed
+//       kInitialLaunchNs, since an overestimate here is what would let a
+//       pause through; at least kBurstBreakMinNs) starts a new burst. The
+//       pause is seen at admission, before anything records a marker (a
+//       wait's marker included), and the burst's start marker finishes
+//       when the GPU reaches it, so no stretch counts the pause. Starting
+//       a burst too often costs one event record, never a wrong figure.
+//       Since a launch after a synchronisation starts a burst, a marker
+//       goes in just before each synchronising call (throttle_before_sync)
+//       to time the iteration's tail. Before this, a PyTorch job that
+//       paused for a second inside a burst (cuDNN autotuning, lazy module
+//       loading) learned a second over a few launches and was out for as
+//       long as production ran. (b) Other contexts' time slices: a stretch
+//       is clean when no followed production job was busy when it began
+//       and none started before its end was seen (the page's marks did not
+//       move). A clean stretch raises the figure at once; any other is an
+//       upper bound of our cost: it lowers the figure or raises it at most
+//       twofold, so one stretch that held production's work cannot make it
+//       arbitrarily high, yet a job of long kernels beside a busy producer
+//       still reaches its cost within a few stretches.
+//   Estimates age. A figure above kInitialLaunchNs halves for every
+//       kBurstAgeNs with no launch: what nothing can refute does not
+//       stand for ever.
+//   One launch per gap. Within a production gap a launch always goes
+//       when none of ours is queued, whatever the figure says (burst_admits):
+//       it is then measured, and a wrong figure mends by an eighth per
+//       stretch. At worst production finds one of our launches queued
+//       when it returns, which the time-sliced GPU interleaves with it.
+//
+// The compute trace (compute_trace.h) records each wait, each burst start
+// and why, each finished marker and what it taught, ageing and pauses.
 //
 // Tracking: each gated launch is followed by an event recorded in its
 // stream (cuEventRecord_ptsz for per-thread-default-stream variants) and
@@ -65,6 +106,14 @@ struct LaunchTicket {
 
 LaunchTicket throttle_gate(CUstream stream, bool per_thread);
 void throttle_after(LaunchTicket* ticket, CUresult result);
+
+/// Before a synchronising call: a burst whose last launches no marker
+/// follows gets one (when no host pause came between), so that the
+/// iteration's tail is timed too; a job that synchronises every few dozen
+/// launches would otherwise have nothing timed, since the next launch
+/// after the synchronisation starts a new burst. Free for a job whose
+/// launches are not gated (one load).
+void throttle_before_sync();
 
 /// After a synchronising call returned: tracked launches that finished are
 /// reaped (their GPU time debited) without waiting.

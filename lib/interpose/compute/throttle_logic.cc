@@ -131,14 +131,58 @@ std::uint64_t burst_room(const BurstState& s, std::uint64_t grant_ns) {
   return static_cast<std::uint64_t>(left / cost);
 }
 
+std::uint64_t burst_admits(const BurstState& s, std::uint64_t grant_ns, bool in_gap) {
+  std::uint64_t room = burst_room(s, grant_ns);
+  if (room == 0 && in_gap && grant_ns > 0 && s.issued == s.done) return 1;
+  return room;
+}
+
 std::uint64_t burst_wait_target(const BurstState& s, std::uint64_t grant_ns) {
   std::uint64_t keep = static_cast<std::uint64_t>(static_cast<double>(grant_ns) / 2 / burst_cost(s));
   return s.issued > keep ? s.issued - keep : s.done;
 }
 
-void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns) {
+std::uint64_t burst_cover_ns(const BurstState& s) {
+  double each = min_double(burst_cost(s), kInitialLaunchNs);
+  return static_cast<std::uint64_t>(static_cast<double>(s.issued - s.done) * each);
+}
+
+bool burst_breaks(const BurstState& s, std::uint64_t now) {
+  if (s.last_launch_ns == 0 || now <= s.last_launch_ns) return false;
+  std::uint64_t cover = burst_cover_ns(s);
+  return now - s.last_launch_ns > (cover > kBurstBreakMinNs ? cover : kBurstBreakMinNs);
+}
+
+void burst_launched(BurstState* s, std::uint64_t now) { s->last_launch_ns = now; }
+
+bool burst_age(BurstState* s, std::uint64_t now) {
+  if (s->launch_ns <= kInitialLaunchNs || s->last_launch_ns == 0) return false;
+  std::uint64_t since = s->aged_ns > s->last_launch_ns ? s->aged_ns : s->last_launch_ns;
+  if (now < since + kBurstAgeNs) return false;
+  std::uint64_t halvings = (now - since) / kBurstAgeNs;
+  for (std::uint64_t i = 0; i < halvings && s->launch_ns > kInitialLaunchNs; ++i) s->launch_ns /= 2;
+  if (s->launch_ns < kInitialLaunchNs) s->launch_ns = kInitialLaunchNs;
+  s->aged_ns = since + halvings * kBurstAgeNs;
+  return true;
+}
+
+void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns, bool clean) {
   if (launches == 0 || gpu_ns == 0) return;
   double each = static_cast<double>(gpu_ns) / static_cast<double>(launches);
+  if (!clean) {
+    // Another context may have run in the stretch: an upper bound of our
+    // cost. It lowers the figure by an eighth, or raises it to at most
+    // twice what it was (so a figure follows a costlier job within a few
+    // stretches, but one stretch that held production's work cannot make
+    // it arbitrarily high).
+    double cost = burst_cost(*s);
+    if (each < cost) {
+      s->launch_ns = s->launch_ns <= 0 ? each : cost - (cost - each) / 8;
+    } else {
+      s->launch_ns = min_double(each, 2 * cost);
+    }
+    return;
+  }
   // A higher figure at once, a lower one by an eighth: underestimating
   // queues more than a gap holds, and production waits for it.
   s->launch_ns = s->launch_ns <= 0 || each > s->launch_ns ? each : s->launch_ns - (s->launch_ns - each) / 8;

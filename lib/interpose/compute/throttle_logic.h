@@ -93,26 +93,65 @@ struct BurstState {
   std::uint64_t issued = 0;
   std::uint64_t done = 0;
   double launch_ns = 0;  ///< 0: not learned yet (kInitialLaunchNs is assumed)
+  std::uint64_t last_launch_ns = 0;  ///< CLOCK_MONOTONIC of the last launch; 0: none
+  std::uint64_t aged_ns = 0;         ///< when burst_age last lowered launch_ns
 };
 
 /// What one launch is assumed to cost before any was measured: high, so
 /// that the first grant queues little work of an unknown job.
 inline constexpr double kInitialLaunchNs = 200'000;
 
+/// A learned cost above kInitialLaunchNs is halved for every this long
+/// with no launch: a figure nothing can refute (no launch went) does not
+/// stand for ever.
+inline constexpr std::uint64_t kBurstAgeNs = 1'000'000'000;
+
 /// Launches that may go now when `grant_ns` of queued GPU time is allowed:
 /// each costs the learned launch_ns, and the unfinished ones count first.
 std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
+
+/// burst_room, except that within a production gap (`in_gap`, a grant
+/// above 0) one launch may always go when none of ours is queued: no
+/// learned figure, however wrong, keeps a job out of every gap.
+std::uint64_t burst_admits(const BurstState& state, std::uint64_t grant_ns, bool in_gap);
 
 /// The launches that must have finished before `room` more may go under
 /// `grant_ns`, leaving half the grant free (so that waits come in bulk):
 /// the issued count a marker must have reached.
 std::uint64_t burst_wait_target(const BurstState& state, std::uint64_t grant_ns);
 
+/// The GPU work our queue may still hold at most: launches not known
+/// finished, each at the learned cost but never above kInitialLaunchNs
+/// (an overestimate here would let a stretch span an idle GPU).
+std::uint64_t burst_cover_ns(const BurstState& state);
+
+/// A host gap shorter than this never starts a new burst: a marker per
+/// launch would cost a job whose host is its bottleneck an event record per
+/// launch, and a stretch holds at most this much idle time per launch.
+inline constexpr std::uint64_t kBurstBreakMinNs = 100'000;
+
+/// Whether a launch at `now_ns` must start a new burst: the host took
+/// longer since the previous launch than our queued work could keep the
+/// GPU busy (and longer than kBurstBreakMinNs), so the GPU may have idled,
+/// and a stretch timed across that would count the job's own pause as GPU
+/// time.
+bool burst_breaks(const BurstState& state, std::uint64_t now_ns);
+
+/// A launch went at `now_ns`.
+void burst_launched(BurstState* state, std::uint64_t now_ns);
+
+/// Ages the learned cost at `now_ns` (kBurstAgeNs). True when it changed.
+bool burst_age(BurstState* state, std::uint64_t now_ns);
+
 /// A stretch of `launches` launches took `gpu_ns` from its first start
-/// to its last end: learn the cost per launch (a higher figure is taken at
-/// once, a lower one by an eighth: an underestimate queues more than a gap
-/// holds; a stretch may also count other contexts' work or the job's CPU
-/// pace, which errs toward queuing less).
-void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns);
+/// to its last end: learn the cost per launch. A `clean` stretch (nothing
+/// of a followed production job ran meanwhile: throttle.cc) teaches a
+/// higher figure at once and a lower one by an eighth (underestimating
+/// queues more than a gap holds); one that another context's work may
+/// have stretched is an upper bound of our cost, not a measure of it: it
+/// lowers the figure by an eighth or raises it to at most twice what it
+/// was (from the assumed kInitialLaunchNs when nothing was learned).
+void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns,
+                 bool clean = true);
 
 }  // namespace gpushare::interpose

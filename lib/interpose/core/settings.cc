@@ -115,6 +115,15 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
     copy_bounded(settings->tree_path, sizeof settings->tree_path, tree);
   }
+  if (const char* trace = getenv(env::kComputeTrace); trace != nullptr && *trace != '\0') {
+    if (std::strlen(trace) >= sizeof settings->compute_trace_path) {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "GPUSHARE_COMPUTE_TRACE is longer than %zu bytes",
+                    sizeof settings->compute_trace_path - 1);
+      return;
+    }
+    copy_bounded(settings->compute_trace_path, sizeof settings->compute_trace_path, trace);
+  }
   if (const char* socket = getenv(env::kSocket); socket != nullptr) {
     if (std::strlen(socket) >= sizeof settings->socket_path) {
       std::snprintf(settings->error, sizeof settings->error,

@@ -35,6 +35,9 @@ struct Settings {
   bool launched_for_coordinator = false;
   /// GPUSHARE_TREE: the job's tree file (tree.cc); empty when unset.
   char tree_path[128] = {};
+  /// GPUSHARE_COMPUTE_TRACE: where the compute trace goes, "%p" for the
+  /// pid (compute/compute_trace.h); empty: no trace.
+  char compute_trace_path[256] = {};
   /// Non-empty when a setting is invalid: CUDA initialisation then fails
   /// with this message instead of running unlimited.
   char error[320] = {};
@@ -43,8 +46,8 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads the job's environment (vocab/env.h) once: GPUSHARE_DISABLE, _LOG,
-/// _QOS, _MEM_LIMIT, _SPILL, _SUSPENDABLE, _COMPUTE, _JOB, _TREE, _SOCKET and
-/// _DEBUG. Nothing else in the job reads them (tree.cc's constructor writes
+/// _QOS, _MEM_LIMIT, _SPILL, _SUSPENDABLE, _COMPUTE, _COMPUTE_TRACE, _JOB, _TREE,
+/// _SOCKET and _DEBUG. Nothing else in the job reads them (tree.cc's constructor writes
 /// GPUSHARE_TREE, before this runs, when the job's first process has none).
 /// Never fails: errors land in `error`.
 void read_settings(GetEnvFunction getenv, Settings* settings);

@@ -18,6 +18,7 @@ void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
     jobs_[job.key] = &job;
     ControlBlock& block = *job.block;
     const TelemetryPage& t = block.telemetry();
+    job.hold.add(hold_sample(t, now_ns));
     Activity& a = activity[job.key];
     if (auto old = activity_.find(job.key); old != activity_.end()) a = old->second;
     std::uint64_t launches = t.launches.load(std::memory_order_relaxed);

@@ -308,6 +308,19 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
         saturating_add(view.iterations, telemetry.iterations.load(std::memory_order_relaxed));
   }
   view.pid = view.pids.empty() ? 0 : view.pids.front();
+  // Why it is held and what it got: summed over its processes, the word
+  // from its first (hold_track.h).
+  for (std::uint64_t key : job.processes) {
+    HoldWindow window = processes_.at(key).hold.window();
+    view.gpu_ns_last_window = saturating_add(view.gpu_ns_last_window, window.gpu_ns);
+    view.held_ns_last_window = saturating_add(view.held_ns_last_window, window.held_total_ns);
+  }
+  {
+    const Process& first_process = processes_.at(job.processes.front());
+    view.hold = hold_word(job.paused, job.host_paused, first_process.hold.last(),
+                          first_process.hold.window(), now_ns, view.launches);
+    view.launch_cost_ns = first_process.hold.last().launch_cost_ns;
+  }
   view.state = job.paused || job.host_paused ? "paused" : fresh ? "running" : "stale";
   if (job.paused) view.pause_reasons.push_back("operator");
   if (job.host_paused) view.pause_reasons.push_back("memory");

@@ -18,6 +18,7 @@
 #include "coord/server/registry/authorize.h"
 #include "coord/server/registry/compute_output.h"
 #include "coord/server/registry/control_block_owner.h"
+#include "coord/server/registry/hold_track.h"
 #include "coord/server/registry/tree_identity.h"
 
 namespace gpushare::coord::server {
@@ -64,6 +65,7 @@ struct Process {
   std::uint64_t compute_cap_ppm = kNoLimit;  ///< the job's static cap, for the compute loop
   ComputeJobOutput compute;                  ///< the controller's last word (first device)
   std::string compute_phase;
+  HoldTrack hold;  ///< its hold counters over the last window (the compute loop samples)
 };
 
 /// A device of a job: the union, by UUID, of its processes' devices.
