@@ -131,9 +131,9 @@ class Job:
         self.out_path = os.path.join(jobs_dir, label + ".out")
         self.err_path = os.path.join(jobs_dir, label + ".err")
         env = ctx.direct_env()
-        if prefix and role == "opportunistic":
-            # Its admission decisions, where the interposer records them
-            # (gpushare-run(1), GPUSHARE_COMPUTE_TRACE): why it waited.
+        if prefix and role == "opportunistic" and not env.get("GPUSHARE_COMPUTE_TRACE"):
+            # Its admission decisions (docs/compute-trace.md): why it
+            # waited. Where gpu-check names a place for traces, there.
             env["GPUSHARE_COMPUTE_TRACE"] = os.path.join(jobs_dir, label + ".trace-%p.jsonl")
         self.started_ms = now_ms()
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
