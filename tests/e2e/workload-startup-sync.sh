@@ -11,12 +11,13 @@ workload="$libexec/gpushare-workload"
 export LD_LIBRARY_PATH="$libexec/sim"
 
 # Two start-up steps of four 1-ms kernels with 150 ms of host pause each:
-# at least 308 ms before the first iteration.
+# each at least 152 ms before the first iteration (the first half's kernels
+# run during the pause, the second half's before the synchronisation).
 expect_exit 0 "$workload" --mem 1MiB --verify 64KiB --iterations 3 --kernels-per-iter 4 \
   --kernel-us 1000 --startup-steps 2 --startup-pause-us 150000 --per-iteration
 jq -e -s '([.[] | select(.kind == "workload-iteration")] | length == 3
            and all(.sync_every == 1 and .synced and .gpu_ms >= 4))
-  and (.[] | select(.kind == "workload-summary") | .startup_ms >= 308 and .kernels == 12)' \
+  and (.[] | select(.kind == "workload-summary") | .startup_ms >= 303 and .kernels == 12)' \
   "$scratch/out" >/dev/null || fail "start-up wrong: $(cat "$scratch/out")"
 
 # Every iteration, then every 5, switching every 0.3 s, for 1.5 s.
