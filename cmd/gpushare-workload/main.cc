@@ -4,11 +4,13 @@
 //
 // main() parses into WorkloadOptions and calls run(), which runs the
 // workload (workload.cc) and prints JSON Lines.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/cli.h"
 #include "common/diag.h"
@@ -49,7 +51,9 @@ int run(const Options& options) {
                            {"iteration_ms", round3(sample.iteration_ms)},
                            {"t_ms", round3(sample.t_ms)},
                            {"gpu_ms", round3(sample.gpu_ms)},
-                           {"mem_bytes", sample.mem_bytes}}));
+                           {"mem_bytes", sample.mem_bytes},
+                           {"sync_every", sample.sync_every},
+                           {"synced", sample.synced}}));
   };
   auto result = gpushare::workload::run_workload(options.workload, on_iteration);
   if (!result) {
@@ -64,6 +68,7 @@ int run(const Options& options) {
                labelled({{"iterations", static_cast<long>(result->iteration_ms.size())},
                          {"kernels", result->kernels},
                          {"elapsed_ms", round3(result->elapsed_ms)},
+                         {"startup_ms", round3(result->startup_ms)},
                          {"iterations_per_s", round3(summary.iterations_per_s)},
                          {"iteration_ms_mean", round3(summary.iteration_ms_mean)},
                          {"iteration_ms_p99", round3(summary.iteration_ms_p99)},
@@ -84,6 +89,30 @@ bool parse_size_option(const std::string& name, const std::string& text, std::ui
     return false;
   }
   *bytes = *parsed;
+  return true;
+}
+
+// --sync-every N[,M...]: positive counts, comma-separated.
+bool parse_sync_every(const std::string& text, std::vector<long>* counts) {
+  counts->clear();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    long count = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || count < 1 || count > 1000000) {
+      gpushare::diag::error("--sync-every: '" + text +
+                            "' is not a comma-separated list of counts from 1 to 1000000");
+      gpushare::diag::usage_hint();
+      return false;
+    }
+    counts->push_back(count);
+  }
+  if (counts->empty()) {
+    gpushare::diag::error("--sync-every: no count given");
+    gpushare::diag::usage_hint();
+    return false;
+  }
   return true;
 }
 
@@ -134,7 +163,7 @@ int main(int argc, char** argv) {
   gpushare::cli::configure(app, "gpushare-workload");
   Options options;
   WorkloadOptions& workload = options.workload;
-  std::string mem = "256MiB", grow = "0", verify = "64MiB", alloc = "plain";
+  std::string mem = "256MiB", grow = "0", verify = "64MiB", alloc = "plain", sync_every = "1";
   app.add_option("--mem", mem, "Working set to allocate (e.g. 2GiB)")->capture_default_str();
   auto* iterations = app.add_option("--iterations", workload.iterations, "Iterations to run")
                          ->capture_default_str()
@@ -185,6 +214,21 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0))
       ->needs(trace);
+  app.add_option("--startup-steps", workload.startup_steps,
+                 "Start-up steps before the first iteration, each paused inside its burst")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 100000L));
+  app.add_option("--startup-pause-us", workload.startup_pause_us,
+                 "Host pause in the middle of each start-up step, in microseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 3600000000L));
+  app.add_option("--sync-every", sync_every,
+                 "Synchronise after every N iterations; N,M,...: in turn, see --sync-switch-s")
+      ->capture_default_str();
+  app.add_option("--sync-switch-s", workload.sync_switch_s,
+                 "With several --sync-every figures: move to the next after this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 31536000.0));
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
@@ -200,6 +244,7 @@ int main(int argc, char** argv) {
     gpushare::diag::usage_hint();
     return gpushare::exit_status::kUsage;
   }
+  if (!parse_sync_every(sync_every, &workload.sync_every)) return gpushare::exit_status::kUsage;
   if (!options.trace_path.empty() && !load_trace(&options)) return gpushare::exit_status::kUsage;
   workload.alloc = alloc == "managed" ? AllocKind::kManaged
                                       : (alloc == "async" ? AllocKind::kAsync : AllocKind::kPlain);

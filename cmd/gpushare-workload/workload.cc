@@ -265,6 +265,49 @@ Result<long> replay_step(const Device& device, const WorkloadOptions& options,
   return launched;
 }
 
+// A step's kernels from `first` to `last` (not included): the trace's
+// step's, or spin kernels of kernel_us.
+Status launch_part(const Device& device, const WorkloadOptions& options, long iteration,
+                   std::size_t first, std::size_t last) {
+  if (options.trace != nullptr) {
+    const std::vector<TraceStep>& steps = options.trace->steps;
+    TraceStep part;
+    const TraceStep& step = steps[static_cast<std::size_t>(iteration) % steps.size()];
+    part.kernels.assign(step.kernels.begin() + static_cast<std::ptrdiff_t>(first),
+                        step.kernels.begin() + static_cast<std::ptrdiff_t>(last));
+    Result<long> replayed = replay_step(device, options, part);
+    if (!replayed) return replayed.error();
+    return {};
+  }
+  unsigned long long kernel_ns = static_cast<unsigned long long>(options.kernel_us) * 1000;
+  void* params[] = {&kernel_ns};
+  for (std::size_t k = first; k < last; ++k) {
+    WORKLOAD_TRY(check(cuLaunchKernel(device.spin, options.blocks, 1, 1, 1, 1, 1, 0, device.stream,
+                                      params, nullptr),
+                       "cuLaunchKernel(gpushare_spin, " + std::to_string(options.kernel_us) +
+                           " us)"));
+  }
+  return {};
+}
+
+// The start-up steps (WorkloadOptions::startup_steps): what a framework's
+// first steps do to the GPU's admission, as a PyTorch job started beside a
+// busy one pauses inside its bursts and synchronises often.
+Status run_startup(const Device& device, const WorkloadOptions& options) {
+  for (long s = 0; s < options.startup_steps; ++s) {
+    std::size_t kernels =
+        options.trace != nullptr
+            ? options.trace->steps[static_cast<std::size_t>(s) % options.trace->steps.size()]
+                  .kernels.size()
+            : static_cast<std::size_t>(options.kernels_per_iteration);
+    WORKLOAD_TRY(launch_part(device, options, s, 0, kernels / 2));
+    std::this_thread::sleep_for(std::chrono::microseconds(options.startup_pause_us));
+    WORKLOAD_TRY(launch_part(device, options, s, kernels / 2, kernels));
+    WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<WorkloadResult> run_workload(const WorkloadOptions& options,
@@ -284,7 +327,10 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
   // A replayed trace keeps microsecond launch offsets: the default timer
   // slack (50 us) would stretch every short wait.
   if (options.trace != nullptr) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  auto startup_start = std::chrono::steady_clock::now();
+  WORKLOAD_TRY(run_startup(device, options));
   auto run_start = std::chrono::steady_clock::now();
+  result.startup_ms = ms_between(startup_start, run_start);
   auto deadline = run_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(options.duration_s));
   auto more = [&](long iteration) {
@@ -292,15 +338,25 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     return options.duration_s > 0 ? std::chrono::steady_clock::now() < deadline
                                   : iteration < options.iterations;
   };
+  // The synchronisation pattern in force and how many iterations of its
+  // group have run (the group's first records the start event).
+  long sync_every = options.sync_every.empty() ? 1 : options.sync_every.front();
+  long in_group = 0;
   for (long iteration = 0; more(iteration); ++iteration) {
     auto start = std::chrono::steady_clock::now();
+    if (in_group == 0 && options.sync_every.size() > 1 && options.sync_switch_s > 0) {
+      auto phase = static_cast<std::size_t>(ms_between(run_start, start) / 1000 /
+                                            options.sync_switch_s);
+      sync_every = options.sync_every[phase % options.sync_every.size()];
+    }
     // The host's share of an iteration: the GPU has nothing of this job's
     // to run meanwhile, as while a real job loads its next batch.
     if (options.host_us > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(options.host_us));
     std::uint64_t mem_bytes = options.mem_bytes;
     CUdeviceptr grown = 0;
-    WORKLOAD_TRY(check(cuEventRecord(device.start, device.stream), "cuEventRecord"));
+    if (in_group == 0)
+      WORKLOAD_TRY(check(cuEventRecord(device.start, device.stream), "cuEventRecord"));
     if (options.grow_bytes > 0) {
       // Activations: allocated, touched and freed within the iteration.
       Result<CUdeviceptr> extra = allocate(options.alloc, options.grow_bytes, device.stream);
@@ -328,11 +384,15 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
       }
     }
     if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));
-    WORKLOAD_TRY(check(cuEventRecord(device.end, device.stream), "cuEventRecord"));
-    WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+    bool synced = ++in_group >= sync_every;
     float gpu_ms = 0;
-    WORKLOAD_TRY(
-        check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
+    if (synced) {
+      WORKLOAD_TRY(check(cuEventRecord(device.end, device.stream), "cuEventRecord"));
+      WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
+      WORKLOAD_TRY(
+          check(cuEventElapsedTime(&gpu_ms, device.start, device.end), "cuEventElapsedTime"));
+      in_group = 0;
+    }
     auto end = std::chrono::steady_clock::now();
     double iteration_ms = ms_between(start, end);
     // steady_clock is CLOCK_MONOTONIC on Linux (libstdc++): comparable
@@ -342,12 +402,15 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     result.gpu_ms_total += gpu_ms;
     result.kernels += kernels;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
-    if (on_iteration) on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes});
+    if (on_iteration)
+      on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes, sync_every, synced});
     if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {
       WORKLOAD_TRY(verify_working_set(device, working_set));
       ++result.verifications;
     }
   }
+  if (in_group > 0)  // the last group's kernels belong to the run's time
+    WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
   result.elapsed_ms = ms_between(run_start, std::chrono::steady_clock::now());
 
   WORKLOAD_TRY(verify_working_set(device, working_set));

@@ -47,19 +47,37 @@ struct WorkloadOptions {
   /// the job is behind), then one synchronisation.
   const KernelTrace* trace = nullptr;
   double launch_scale = 1.0;
+  /// A framework's start-up before the first iteration (not recorded as
+  /// iterations): this many steps, each the first half of a step's
+  /// kernels, a host pause of startup_pause_us with them queued (no
+  /// synchronisation across it, as a library initialises or a module
+  /// loads on a kernel's first launch), the other half, then a
+  /// synchronisation (as an autotuning trial ends).
+  long startup_steps = 0;
+  long startup_pause_us = 300000;
+  /// Synchronise after every this many iterations (the others end once
+  /// their kernels are launched); with several, the job moves to the next
+  /// every sync_switch_s seconds, in a cycle, at a synchronisation.
+  std::vector<long> sync_every = {1};
+  double sync_switch_s = 0;
 };
 
 struct IterationSample {
   long iteration;
-  double iteration_ms;  ///< host wall time: host work, launch, synchronisation
+  double iteration_ms;  ///< host wall time: host work, launch, synchronisation if any
   double t_ms;          ///< CLOCK_MONOTONIC at its end, to line up jobs' records
-  double gpu_ms;        ///< between the iteration's first and last event
+  /// Between events at the start of the iterations since the last
+  /// synchronisation and at this one's end; 0 when it did not synchronise.
+  double gpu_ms;
   std::uint64_t mem_bytes;
+  long sync_every;  ///< the synchronisation pattern the iteration ran under
+  bool synced;      ///< it ended with a synchronisation
 };
 
 struct WorkloadResult {
   std::vector<double> iteration_ms;
   double elapsed_ms = 0;
+  double startup_ms = 0;  ///< the start-up steps, before the first iteration
   double gpu_ms_total = 0;
   std::uint64_t peak_mem_bytes = 0;
   std::uint64_t verified_bytes = 0;

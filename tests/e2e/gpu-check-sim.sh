@@ -86,14 +86,22 @@ check hook-overhead '(.status | IN("passed", "failed")) and .measurements.driver
   and (.measurements.alloc_overhead_ns <= .measurements.alloc_overhead_ns_high)
   and (.measurements.torch_step | test("simulated GPU"))
   and (.summary | test("ns per launch \\(95% "))'
-# The windowed pairs (ResNet-50 step timelines, and the matrix-product
-# pair) with gpushare-workload standing in for PyTorch: production
-# protected, the opportunistic job harvesting (0.2 of solo: far above the
-# 0.06 a serialised launch path gives it), alone at its plain speed; the
-# verdict follows the targets (the simulator may miss the real GPU's 0.6).
+# The pairs (ResNet-50 and GPT-2 step timelines, the matrix-product pair)
+# with gpushare-workload standing in for PyTorch (it starts as PyTorch does:
+# host pauses inside its first bursts), in both start orders and both
+# synchronisation patterns, beside the same pairs without gpushare:
+# production protected, alone at its plain speed, and the opportunistic job
+# harvesting in every order and pattern, at least 0.3 of what it gets
+# without gpushare (one locked out beside a busy production job gets 0, as
+# on the real GPU); the verdict follows the targets (0.6, which a loaded
+# machine's noise may miss).
 check colocation '(.status | IN("passed", "failed")) and .measurements.jobs == "gpushare-workload"
-  and all(.measurements.resnet, .measurements.matmul; .production_fraction >= 0.9
-          and .opportunistic_fraction >= 0.2 and .alone_fraction >= 0.9 and .window_s > 2)
+  and .measurements.sync_patterns == [1, 5]
+  and all(.measurements.resnet, .measurements.gpt2, .measurements.matmul;
+          .production_fraction >= 0.9 and .alone_fraction >= 0.9 and .window_s > 2
+          and (.orders | keys) == ["opportunistic_first", "production_first"]
+          and all(.orders[]; all(.opportunistic_of_without_gpushare[]; . >= 0.3)
+                  and (.gpushare.harvest_of_free_exact | type) == "number"))
   and ((.status == "failed") == (.summary | test("below target")))'
 # Production gets three quarters of the (1.5 GiB) simulated GPU beside an
 # opportunistic job holding a third, which spills; refused without gpushare.
