@@ -73,7 +73,9 @@ warmup_s = 0.5 if ctx.sim else 1.0
 settle_s = 0.2
 torch_skipped = gpucheck.torch_status(ctx)
 here = os.path.dirname(os.path.abspath(__file__))
-jobs_dir = os.path.join(ctx.scratch, "colocation-jobs")
+# The jobs' records, stderr and compute traces are the check's evidence:
+# they go where gpu-check keeps it (OUTDIR/colocation/jobs), not in scratch.
+jobs_dir = os.path.join(ctx.evidence, "jobs")
 os.makedirs(jobs_dir, exist_ok=True)
 
 
