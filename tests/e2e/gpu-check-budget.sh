@@ -25,17 +25,17 @@ expect_exit 0 "$gpu_check" --list --quick
 [ "$(wc -l <"$scratch/out")" -eq 3 ] || fail "--list --quick does not list three checks"
 expect_exit 0 "$gpu_check" --list --format table
 expect_grep '^CHECK +EXPECTED +BUDGET +QUICK +WHAT$' "$scratch/out"
-expect_grep '^hook-overhead +[0-9]+s +55s +- ' "$scratch/out"
+expect_grep '^hook-overhead +[0-9]+s +40s +- ' "$scratch/out"
 expect_grep '^all +[0-9]+s +460s +185s ' "$scratch/out"
 
-# Stopped: hook-overhead runs bench rounds for its 55 s; stopped at 6 s.
+# Stopped: hook-overhead runs bench rounds for its 40 s; stopped at 6 s.
 out="$scratch/report"
 expect_exit 1 "$gpu_check" --sim --prefix "$GPUSHARE_PREFIX" --only hook-overhead --timeout 6 "$out"
 jq -e '.status == "failed" and (.checks | length) == 1 and (.checks[0] |
          .name == "hook-overhead" and .status == "failed" and .stopped == true
-         and .over_budget == false and .budget_s == 55
+         and .over_budget == false and .budget_s == 40
          and (.duration_s | . >= 6 and . < 30)
-         and (.summary | test("^stopped after [0-9]+ s \\(--timeout 6; budget 55 s\\)")))' \
+         and (.summary | test("^stopped after [0-9]+ s \\(--timeout 6; budget 40 s\\)")))' \
   "$out/report.json" >/dev/null || { jq . "$out/report.json"; fail "the stop is not reported"; }
 # What it measured before, when it measured anything in 6 s, is reported.
 if [ -s "$out/hook-overhead/partial.json" ]; then
@@ -46,7 +46,7 @@ if [ -s "$out/hook-overhead/partial.json" ]; then
 fi
 [ -s "$out/hook-overhead/check.stderr" ] || fail "the stopped check's stderr was not kept"
 [ -f "$out/evidence.tar.gz" ] || fail "no archive after a stopped check"
-expect_grep '^\| hook-overhead \| failed \| stopped after .* \| \*\*[0-9.]+ of 55, stopped\*\* \|$' \
+expect_grep '^\| hook-overhead \| failed \| stopped after .* \| \*\*[0-9.]+ of 40, stopped\*\* \|$' \
   "$out/summary.md"
 # Its jobs were stopped with it: no bench of this run is left.
 for pid in $(pgrep -f gpushare-bench-interpose || true); do
