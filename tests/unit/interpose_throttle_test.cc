@@ -181,6 +181,29 @@ TEST_CASE("a host pause longer than the queued work covers starts a new burst") 
   CHECK(burst_breaks(burst, 1'001 * kUs + kBurstBreakMinNs));
 }
 
+TEST_CASE("beside recent clean stretches a stretched one only lowers the cost") {
+  constexpr std::uint64_t kUs = 1'000;
+  BurstState burst;
+  burst.issued = 1000;
+  burst_learn(&burst, 32, 32 * 28 * kUs);  // in production's gap: 28 us each
+  CHECK(burst.launch_ns == Approx(28 * kUs));
+  // Beside production's work its time slices stretch ours (85 us a
+  // launch): while clean stretches are recent they do not raise it...
+  for (int i = 0; i < 20; ++i) {
+    burst.issued += 32;
+    burst_learn(&burst, 32, 32 * 85 * kUs, false);
+  }
+  CHECK(burst.launch_ns == Approx(28 * kUs));
+  // ...a cheaper one lowers it...
+  burst_learn(&burst, 32, 32 * 20 * kUs, false);
+  CHECK(burst.launch_ns < 28 * kUs);
+  // ...and with no clean stretch for kCleanTrustLaunches they raise it.
+  burst.issued += kCleanTrustLaunches;
+  double before = burst.launch_ns;
+  burst_learn(&burst, 32, 32 * 85 * kUs, false);
+  CHECK(burst.launch_ns > before);
+}
+
 TEST_CASE("a stretch another context may have run in at most doubles the cost") {
   constexpr std::uint64_t kMs = 1'000'000;
   BurstState burst;

@@ -171,8 +171,17 @@ void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns, bo
   if (launches == 0 || gpu_ns == 0) return;
   double n = static_cast<double>(launches);
   double ns = static_cast<double>(gpu_ns);
-  // An upper bound counts at most twice the current figure per launch.
-  if (!clean) ns = min_double(ns, 2 * burst_cost(*s) * n);
+  if (clean) {
+    s->clean_issued = s->issued > 0 ? s->issued : 1;
+  } else {
+    // An upper bound: above the figure it says nothing while clean
+    // stretches measure it, and otherwise counts at most twice the figure.
+    double cost = burst_cost(*s);
+    bool trusted = s->clean_issued != 0 && s->issued >= s->clean_issued &&
+                   s->issued - s->clean_issued < kCleanTrustLaunches;
+    if (ns > cost * n && trusted) return;
+    ns = min_double(ns, 2 * cost * n);
+  }
   // A figure set without stretches (ageing halves the sums with it) is
   // one launch's worth of history.
   if (s->learn_launches <= 0 && s->launch_ns > 0) {
