@@ -199,7 +199,9 @@ void burst_learn(BurstState* s, std::uint64_t launches, std::uint64_t gpu_ns, bo
   s->learn_launches += n;
   double scale = 1;
   if (s->learn_ns > kLearnWindowNs) scale = kLearnWindowNs / s->learn_ns;
-  if (s->learn_launches * scale > kLearnWindowLaunches) scale = kLearnWindowLaunches / s->learn_launches;
+  if (s->learn_launches * scale > kLearnWindowLaunches) {
+    scale = kLearnWindowLaunches / s->learn_launches;
+  }
   s->learn_ns *= scale;
   s->learn_launches *= scale;
   s->launch_ns = s->learn_ns / s->learn_launches;
