@@ -27,8 +27,8 @@
 // queued ahead of it. Queued work is launches issued minus launches known
 // finished, times the learned GPU time per launch; finished work is learned
 // from marker events recorded every kMarkerEvery launches and when the
-// grant is full, which also time the bursts (the cost per launch, taken
-// higher at once and lower by an eighth; below). When the grant is full the
+// grant is full, which also time the bursts (the cost per launch: the
+// mean over recent stretches, GPU time over launches; below). When the grant is full the
 // launch waits, in the driver, until half of it is done; when not even one
 // launch fits beside a busy job it waits once on the job's busy word
 // (futex, at most kYieldWaitNs) and then gets a whole gap's grant; past a
@@ -62,18 +62,21 @@
 //       long as production ran. (b) Other contexts' time slices: a stretch
 //       is clean when no followed production job was busy when it began
 //       and none started before its end was seen (the page's marks did not
-//       move). A clean stretch raises the figure at once; any other is an
-//       upper bound of our cost: it lowers the figure or raises it at most
-//       twofold, so one stretch that held production's work cannot make it
-//       arbitrarily high, yet a job of long kernels beside a busy producer
-//       still reaches its cost within a few stretches.
+//       move). The figure is the mean of recent stretches (GPU time over
+//       launches, burst_learn): a clean stretch counts as measured, any
+//       other as an upper bound of our cost, at most twice the figure per
+//       launch, so one stretch that held production's time slice cannot
+//       make it high, yet a job of long kernels beside a busy producer
+//       still reaches its cost within a few dozen stretches. A mean, since
+//       a framework's kernels differ: taking the highest stretch at once
+//       kept a ResNet-50 job's figure at 87-231 us against a mean of 36.
 //   Estimates age. A figure above kInitialLaunchNs halves for every
 //       kBurstAgeNs with no launch: what nothing can refute does not
 //       stand for ever.
 //   One launch per gap. Within a production gap a launch always goes
 //       when none of ours is queued, whatever the figure says (burst_admits):
-//       it is then measured, and a wrong figure mends by an eighth per
-//       stretch. At worst production finds one of our launches queued
+//       it is then measured, and a wrong figure mends as the mean takes
+//       the measure in. At worst production finds one of our launches queued
 //       when it returns, which the time-sliced GPU interleaves with it.
 //
 // The compute trace (compute_trace.h) records each wait, each burst start

@@ -93,6 +93,11 @@ struct BurstState {
   std::uint64_t issued = 0;
   std::uint64_t done = 0;
   double launch_ns = 0;  ///< 0: not learned yet (kInitialLaunchNs is assumed)
+  // What launch_ns is the ratio of (burst_learn): recent stretches' GPU
+  // time and launches, scaled down together to the kLearnWindow* bounds.
+  double learn_ns = 0;
+  double learn_launches = 0;
+  std::uint64_t clean_issued = 0;  ///< `issued` at the last clean stretch; 0: none yet
   std::uint64_t last_launch_ns = 0;  ///< CLOCK_MONOTONIC of the last launch; 0: none
   std::uint64_t aged_ns = 0;         ///< when burst_age last lowered launch_ns
 };
@@ -105,6 +110,19 @@ inline constexpr double kInitialLaunchNs = 200'000;
 /// with no launch: a figure nothing can refute (no launch went) does not
 /// stand for ever.
 inline constexpr std::uint64_t kBurstAgeNs = 1'000'000'000;
+
+/// The learned cost is GPU time over launches of the recent stretches,
+/// scaled down together to at most this much GPU time and this many
+/// launches: a mean, not a per-stretch figure (throttle_logic.cc).
+inline constexpr double kLearnWindowNs = 4'000'000;
+inline constexpr double kLearnWindowLaunches = 128;
+
+/// Within this many launches of a clean stretch, a stretch another context
+/// may have run in can lower the learned cost but not raise it: the clean
+/// ones measure it, and the others, stretched by production's time
+/// slices, would pull the mean toward their own (ResNet-50 beside its
+/// production job: 85 us per launch against 28 in clean stretches).
+inline constexpr std::uint64_t kCleanTrustLaunches = 1024;
 
 /// Launches that may go now when `grant_ns` of queued GPU time is allowed:
 /// each costs the learned launch_ns, and the unfinished ones count first.
@@ -144,13 +162,18 @@ void burst_launched(BurstState* state, std::uint64_t now_ns);
 bool burst_age(BurstState* state, std::uint64_t now_ns);
 
 /// A stretch of `launches` launches took `gpu_ns` from its first start
-/// to its last end: learn the cost per launch. A `clean` stretch (nothing
-/// of a followed production job ran meanwhile: throttle.cc) teaches a
-/// higher figure at once and a lower one by an eighth (underestimating
-/// queues more than a gap holds); one that another context's work may
-/// have stretched is an upper bound of our cost, not a measure of it: it
-/// lowers the figure by an eighth or raises it to at most twice what it
-/// was (from the assumed kInitialLaunchNs when nothing was learned).
+/// to its last end: it joins the learned mean cost per launch (total GPU
+/// time over total launches of the recent stretches, kLearnWindow*), so a
+/// stretch of a few long kernels among many short ones moves it by its
+/// share, not to its own figure. A `clean` stretch (nothing of a followed
+/// production job ran meanwhile: throttle.cc) counts as measured; one that
+/// another context's work may have stretched is an upper bound of our
+/// cost, not a measure of it: one below the figure counts as it is; one
+/// above it counts only when no clean stretch came in kCleanTrustLaunches,
+/// and then at most twice the figure per launch (the assumed
+/// kInitialLaunchNs when nothing was learned), so a time slice of
+/// production's work inside it cannot make the figure arbitrarily high,
+/// yet a long-kernel job only ever seen beside production reaches its cost.
 void burst_learn(BurstState* state, std::uint64_t launches, std::uint64_t gpu_ns,
                  bool clean = true);
 
