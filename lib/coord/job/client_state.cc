@@ -12,6 +12,20 @@ namespace gpushare::coord::job::client_detail {
 constinit Config g_config{};
 constinit State g_state{};
 
+namespace {
+
+// Where the client's messages go: the interposer's log when it gave one,
+// else stderr (GPUSHARE_DEBUG).
+void write_log(const char* message) {
+  if (g_config.log != nullptr) {
+    g_config.log(message);
+  } else {
+    dprintf(2, "gpushare[%d]: coord: %s\n", static_cast<int>(getpid()), message);
+  }
+}
+
+}  // namespace
+
 void log_line(const char* format, ...) {
   if (g_config.log == nullptr && !g_config.debug) return;
   char message[512];
@@ -19,11 +33,7 @@ void log_line(const char* format, ...) {
   va_start(args, format);
   vsnprintf(message, sizeof message, format, args);
   va_end(args);
-  if (g_config.log != nullptr) {
-    g_config.log(message);
-  } else {
-    dprintf(2, "gpushare[%d]: coord: %s\n", static_cast<int>(getpid()), message);
-  }
+  write_log(message);
 }
 
 void warn_line(const char* format, ...) {
@@ -34,8 +44,8 @@ void warn_line(const char* format, ...) {
   va_end(args);
   if (g_config.warn != nullptr) {
     g_config.warn(message);
-  } else {
-    log_line("%s", message);
+  } else if (g_config.log != nullptr || g_config.debug) {
+    write_log(message);  // as log_line would, without formatting it again
   }
 }
 
