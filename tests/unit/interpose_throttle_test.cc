@@ -277,6 +277,13 @@ TEST_CASE("no learned cost keeps a job out of a production gap") {
   int gaps = 0;
   while (burst_room(burst, 15 * kMs) < 5 && gaps < 1000) {
     burst.done = burst.issued;
+    burst.busy_since_launch = true;  // production ran between the gaps
+    CHECK(burst_admits(burst, 15 * kMs, true) >= 1);
+    burst_launched(&burst, static_cast<std::uint64_t>(gaps + 1) * 29 * kMs);
+    // One per gap: where the figure leaves no room, the rest of this gap
+    // admits no second forced launch.
+    burst.done = burst.issued;
+    if (burst_room(burst, 15 * kMs) == 0) CHECK(burst_admits(burst, 15 * kMs, true) == 0);
     burst_learn(&burst, 1, 1400 * kMs / 1000);
     ++burst.issued;
     ++gaps;

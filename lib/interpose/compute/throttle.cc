@@ -381,6 +381,7 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
     gate.state.time_tokens_ns = 0;
   }
   if (grant.busy != nullptr) {
+    gate.burst.busy_since_launch = true;  // the next gap is a new one for burst_admits
     // Production is at work: only the loop's part of kBusyGrantNs may be
     // queued beside it (what its synchronisation may have to wait for).
     allowed = static_cast<std::uint64_t>(static_cast<double>(kBusyGrantNs) * level);

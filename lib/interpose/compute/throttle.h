@@ -73,11 +73,15 @@
 //   Estimates age. A figure above kInitialLaunchNs halves for every
 //       kBurstAgeNs with no launch: what nothing can refute does not
 //       stand for ever.
-//   One launch per gap. Within a production gap a launch always goes
-//       when none of ours is queued, whatever the figure says (burst_admits):
-//       it is then measured, and a wrong figure mends as the mean takes
-//       the measure in. At worst production finds one of our launches queued
-//       when it returns, which the time-sliced GPU interleaves with it.
+//   One launch per gap. Within a production gap in which none of ours
+//       went yet (production was seen busy since our last launch), a launch
+//       always goes when none of ours is queued, whatever the figure says
+//       (burst_admits): it is then measured, and a wrong figure mends as the
+//       mean takes the measure in. Only one: a job that launched in this gap
+//       and finds no room is near the gap's end, where a forced launch would
+//       delay production's return at every gap (it cost the demo's
+//       production 3-5%). At worst production finds one of our launches
+//       queued when it returns, which the time-sliced GPU interleaves.
 //
 // The compute trace (compute_trace.h) records each wait, each burst start
 // and why, each finished marker and what it taught, ageing and pauses.

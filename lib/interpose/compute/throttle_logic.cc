@@ -133,7 +133,7 @@ std::uint64_t burst_room(const BurstState& s, std::uint64_t grant_ns) {
 
 std::uint64_t burst_admits(const BurstState& s, std::uint64_t grant_ns, bool in_gap) {
   std::uint64_t room = burst_room(s, grant_ns);
-  if (room == 0 && in_gap && grant_ns > 0 && s.issued == s.done) return 1;
+  if (room == 0 && in_gap && grant_ns > 0 && s.issued == s.done && s.busy_since_launch) return 1;
   return room;
 }
 
@@ -153,7 +153,10 @@ bool burst_breaks(const BurstState& s, std::uint64_t now) {
   return now - s.last_launch_ns > (cover > kBurstBreakMinNs ? cover : kBurstBreakMinNs);
 }
 
-void burst_launched(BurstState* s, std::uint64_t now) { s->last_launch_ns = now; }
+void burst_launched(BurstState* s, std::uint64_t now) {
+  s->last_launch_ns = now;
+  s->busy_since_launch = false;
+}
 
 bool burst_age(BurstState* s, std::uint64_t now) {
   if (s->launch_ns <= kInitialLaunchNs || s->last_launch_ns == 0) return false;

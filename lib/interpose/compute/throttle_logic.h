@@ -100,6 +100,9 @@ struct BurstState {
   std::uint64_t clean_issued = 0;  ///< `issued` at the last clean stretch; 0: none yet
   std::uint64_t last_launch_ns = 0;  ///< CLOCK_MONOTONIC of the last launch; 0: none
   std::uint64_t aged_ns = 0;         ///< when burst_age last lowered launch_ns
+  /// A followed production job was seen busy since our last launch: a gap
+  /// now is one in which none of ours went yet (burst_admits).
+  bool busy_since_launch = true;
 };
 
 /// What one launch is assumed to cost before any was measured: high, so
@@ -129,8 +132,11 @@ inline constexpr std::uint64_t kCleanTrustLaunches = 1024;
 std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
 
 /// burst_room, except that within a production gap (`in_gap`, a grant
-/// above 0) one launch may always go when none of ours is queued: no
-/// learned figure, however wrong, keeps a job out of every gap.
+/// above 0) in which none of ours went yet (busy_since_launch) one launch
+/// may always go when none of ours is queued: no learned figure, however
+/// wrong, keeps a job out of every gap. Only one per gap: a job that
+/// launched in this gap and finds no room left is near its end, where a
+/// forced launch would delay production's return.
 std::uint64_t burst_admits(const BurstState& state, std::uint64_t grant_ns, bool in_gap);
 
 /// The launches that must have finished before `room` more may go under
