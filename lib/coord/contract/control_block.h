@@ -194,6 +194,36 @@
 // compute loop and shows, per job, the reason and the GPU time of its last
 // window (gpushare-ctl(1), "Why a job is held").
 //
+// Production's queue (layout 7, yield page). A production job that
+// launches at Python's pace leaves the GPU idle most of its busy mark,
+// while one that queues a whole step at once keeps it busy to the end:
+// beside the first a follower may queue work (the GPU interleaves it with
+// production's kernels and production's synchronisation finds at most that
+// much ahead of it), beside the second every microsecond queued is one
+// production waits. The producer tells them apart at no cost to its
+// launches: at the synchronising call that clears its mark it measures how
+// long the call blocked (its queue's tail: the GPU work still ahead of the
+// host when it stopped launching) and how long the mark was held, and
+// publishes both, smoothed:
+//   marked_ns  CLOCK_MONOTONIC of the last 0 -> 1 transition;
+//   tail_ns    the clearing synchronisation's wait: rises at once to a
+//       longer wait, falls by an eighth of the difference (a follower errs
+//       toward a deep queue);
+//   span_ns    the mark's length, mark to clear, smoothed by an eighth.
+// A follower derives from them what it may queue beside the busy mark
+// (yield.h, yield_grant's busy_room_ns). A producer may lie, in either
+// direction: a smaller tail lets followers queue more beside it (which
+// slows only the liar), a larger one holds them to its gaps (which it may
+// do anyway by keeping the GPU busy); the loop's share bounds both.
+//
+// Shares of a gap (layout 7, limits page). Several opportunistic jobs
+// on one device each fill a production gap on their own, so three of them
+// left production three times what one may leave queued when it returned.
+// `yield_share_ppm` (per device, in the reserved room) is the job's part
+// of the harvest among the device's opportunistic jobs (its weight over
+// their sum, in parts per million; 0 or kNoLimit: the whole): a follower
+// queues at most that part of what is left of a gap.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -212,7 +242,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 6;
+inline constexpr std::uint32_t kLayoutVersion = 7;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -267,7 +297,10 @@ struct DeviceLimits {
   std::atomic<std::uint64_t> max_queued;        ///< unfinished launches; kNoLimit: none
   std::atomic<std::uint64_t> compute_cap_ppm;   ///< share of wall time on the GPU; kNoLimit: none
   std::atomic<std::uint64_t> yield_mask;        ///< layout 4: yield slots to wait for; 0: none
-  std::atomic<std::uint64_t> reserved[2];
+  /// Layout 7: the job's part of a gap among the device's opportunistic
+  /// jobs, parts per million; 0 or kNoLimit: all of it ("Shares of a gap").
+  std::atomic<std::uint64_t> yield_share_ppm;
+  std::atomic<std::uint64_t> reserved[1];
 };
 
 struct LimitsPage {
@@ -340,6 +373,10 @@ struct YieldPage {
   std::atomic<std::uint64_t> marks;       ///< 0 -> 1 transitions so far (the job's claim)
   std::atomic<std::uint64_t> cleared_ns;  ///< CLOCK_MONOTONIC of the last clear; 0: none yet
   std::atomic<std::uint64_t> gap_ns;      ///< its idle gap, estimated (see yield.h); 0: unknown
+  // Layout 7: production's queue ("Production's queue"); 0: not measured yet.
+  std::atomic<std::uint64_t> marked_ns;  ///< CLOCK_MONOTONIC of the last 0 -> 1 transition
+  std::atomic<std::uint64_t> tail_ns;    ///< the clearing synchronisation's wait, smoothed
+  std::atomic<std::uint64_t> span_ns;    ///< the mark's length, smoothed
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

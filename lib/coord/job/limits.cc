@@ -28,6 +28,7 @@ struct Fallbacks {
   std::atomic<std::uint64_t> queued_inverted[kMaxDevices];
   std::atomic<std::uint64_t> cap_inverted[kMaxDevices];
   std::atomic<std::uint64_t> yield_mask[kMaxDevices];
+  std::atomic<std::uint64_t> share_inverted[kMaxDevices];
 };
 constinit Fallbacks g_fallbacks{};
 
@@ -51,6 +52,7 @@ void set_fallback_compute(int device, const ComputeView& c) {
   store_inverted(g_fallbacks.queued_inverted[device], c.max_queued);
   store_inverted(g_fallbacks.cap_inverted[device], c.compute_cap_ppm);
   g_fallbacks.yield_mask[device].store(c.yield_mask, std::memory_order_relaxed);
+  store_inverted(g_fallbacks.share_inverted[device], c.yield_share_ppm);
 }
 
 void page_compute(const LimitsPage* page, int device, ComputeView* out) {
@@ -60,6 +62,7 @@ void page_compute(const LimitsPage* page, int device, ComputeView* out) {
   out->max_queued = d.max_queued.load(std::memory_order_relaxed);
   out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
   out->yield_mask = d.yield_mask.load(std::memory_order_relaxed);
+  out->yield_share_ppm = d.yield_share_ppm.load(std::memory_order_relaxed);
 }
 
 // The registered page when it holds `device`, else null.
@@ -176,6 +179,7 @@ void compute_limits(int device, ComputeView* out) {
   out->max_queued = load_inverted(g_fallbacks.queued_inverted[device]);
   out->compute_cap_ppm = load_inverted(g_fallbacks.cap_inverted[device]);
   out->yield_mask = g_fallbacks.yield_mask[device].load(std::memory_order_relaxed);
+  out->yield_share_ppm = load_inverted(g_fallbacks.share_inverted[device]);
 }
 
 bool paused() {

@@ -38,6 +38,9 @@ struct ComputeView {
   /// Yield slots to wait for (layout 4); kept, like the limits, when the
   /// coordinator goes away (yield.h bounds a mark nobody clears).
   std::uint64_t yield_mask = 0;
+  /// The job's part of a gap among the device's opportunistic jobs, parts
+  /// per million (layout 7); kNoLimit or 0: all of it.
+  std::uint64_t yield_share_ppm = kNoLimit;
 };
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the

@@ -18,6 +18,7 @@
 namespace gpushare::coord::job {
 
 constinit std::atomic<YieldPage*> g_own_yield{nullptr};
+constinit std::atomic<std::uint64_t> g_sync_entry_ns{0};
 
 namespace {
 
@@ -101,12 +102,13 @@ std::uint64_t clock_ns() {
 }  // namespace
 
 void yield_mark_start(YieldPage* page) {
+  std::uint64_t now = clock_ns();
+  page->marked_ns.store(now, std::memory_order_relaxed);
   page->busy.store(1, std::memory_order_release);
   page->marks.fetch_add(1, std::memory_order_relaxed);
   // The gap just ended. The estimate shrinks at once and grows by an
   // eighth of the difference: a follower errs toward leaving a gap early.
   std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
-  std::uint64_t now = clock_ns();
   if (cleared == 0 || now <= cleared) return;
   std::uint64_t gap = now - cleared;
   std::uint64_t estimate = page->gap_ns.load(std::memory_order_relaxed);
@@ -114,10 +116,32 @@ void yield_mark_start(YieldPage* page) {
   page->gap_ns.store(estimate, std::memory_order_relaxed);
 }
 
+void yield_note_sync_entry() { g_sync_entry_ns.store(clock_ns(), std::memory_order_relaxed); }
+
 void yield_clear_busy() {
   YieldPage* page = g_own_yield.load(std::memory_order_acquire);
   if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) return;
-  page->cleared_ns.store(clock_ns(), std::memory_order_relaxed);  // before the clear is seen
+  std::uint64_t now = clock_ns();
+  // The queue's tail and the mark's span (control_block.h), before the
+  // clear is seen. A call that began before the mark was set (another
+  // thread's) measures no tail.
+  std::uint64_t marked = page->marked_ns.load(std::memory_order_relaxed);
+  std::uint64_t entry = g_sync_entry_ns.exchange(0, std::memory_order_relaxed);
+  if (marked != 0 && now > marked) {
+    std::uint64_t span = now - marked;
+    std::uint64_t old_span = page->span_ns.load(std::memory_order_relaxed);
+    page->span_ns.store(old_span == 0 ? span
+                        : span > old_span ? old_span + (span - old_span) / 8
+                                          : old_span - (old_span - span) / 8,
+                        std::memory_order_relaxed);
+    if (entry >= marked && entry <= now) {
+      std::uint64_t tail = now - entry;
+      std::uint64_t old_tail = page->tail_ns.load(std::memory_order_relaxed);
+      page->tail_ns.store(tail >= old_tail ? tail : old_tail - (old_tail - tail) / 8,
+                          std::memory_order_relaxed);
+    }
+  }
+  page->cleared_ns.store(now, std::memory_order_relaxed);
   if (page->busy.exchange(0, std::memory_order_release) != 0) {
     futex(&page->busy, FUTEX_WAKE, INT_MAX, nullptr);
   }
@@ -230,11 +254,34 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
   return nullptr;
 }
 
+std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns,
+                              std::uint64_t gap_ns) {
+  if (span_ns == 0) return kBusyRoomUnknown;
+  double deep = static_cast<double>(tail_ns) / static_cast<double>(span_ns);
+  if (deep >= 0.5) return 0;
+  double room = static_cast<double>(kBusyRoomMaxNs) * (1 - 2 * deep);
+  double step = static_cast<double>(span_ns + gap_ns) * kBusyRoomStepShare;
+  return static_cast<std::uint64_t>(room < step ? room : step);
+}
+
 YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
   constexpr std::uint64_t kMaxRetryNs = 1'000'000;
   YieldGrant grant;
   grant.busy = yield_busy_word(mask, now_ns);
-  if (grant.busy != nullptr) return grant;
+  if (grant.busy != nullptr) {
+    // What may stay queued beside the busy ones: the least any of them
+    // allows (a page with no span yet allows the caller's default).
+    for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {
+      if ((mask & 1) == 0) continue;
+      const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+      if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) continue;
+      std::uint64_t room = yield_busy_room(page->tail_ns.load(std::memory_order_relaxed),
+                                           page->span_ns.load(std::memory_order_relaxed),
+                                           page->gap_ns.load(std::memory_order_relaxed));
+      if (room < grant.busy_room_ns) grant.busy_room_ns = room;
+    }
+    return grant;
+  }
   bool held = false;
   std::uint64_t least_left = ~0ull;  // the smallest rest of a known gap
   for (int slot = 0; slot < kYieldSlots && mask != 0; ++slot, mask >>= 1) {

@@ -35,9 +35,43 @@ inline void yield_mark_busy() {
   if (page != nullptr && page->busy.load(std::memory_order_relaxed) == 0) yield_mark_start(page);
 }
 
+/// CLOCK_MONOTONIC when the current synchronising call began, while the
+/// job's own mark is set (0: none): what yield_clear_busy measures the
+/// queue's tail from (control_block.h, "Production's queue").
+extern std::atomic<std::uint64_t> g_sync_entry_ns;
+
+/// Reads the clock into g_sync_entry_ns.
+void yield_note_sync_entry();
+
+/// Before a synchronising call: when the job's own mark is set, notes when
+/// the call began (one load otherwise; a clock read per synchronisation,
+/// never per launch).
+inline void yield_before_sync() {
+  YieldPage* page = g_own_yield.load(std::memory_order_acquire);
+  if (page != nullptr && page->busy.load(std::memory_order_relaxed) != 0) yield_note_sync_entry();
+}
+
 /// A synchronising call returned: the job's work is known finished; wakes
-/// the launches of opportunistic jobs that wait on the mark.
+/// the launches of opportunistic jobs that wait on the mark, and publishes
+/// how long the call waited and the mark lasted ("Production's queue").
 void yield_clear_busy();
+
+/// What a follower may keep queued beside a busy producer whose page says
+/// `tail_ns`, `span_ns` and `gap_ns` (control_block.h, "Production's
+/// queue"), before the loop's level scales it: kBusyRoomMaxNs while the
+/// producer's synchronisations find little of its own work ahead of them,
+/// falling to 0 as its tail reaches half its busy span (a GPU-bound job:
+/// whatever we queue, it waits for), and never above kBusyRoomStepShare of
+/// its step (span plus gap), which bounds what its synchronisation can find
+/// of ours ahead of it. kBusyRoomUnknown while the page has no span yet.
+std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns, std::uint64_t gap_ns);
+inline constexpr std::uint64_t kBusyRoomUnknown = ~0ull;
+/// About one time slice (2.09 ms measured on an H100): beyond it a GPU
+/// would slice production's return anyway.
+inline constexpr std::uint64_t kBusyRoomMaxNs = 2'000'000;
+/// A fiftieth of production's step: within its 3% slowdown target with
+/// room for the switches around it.
+inline constexpr double kBusyRoomStepShare = 1.0 / 50;
 
 /// The client thread's tick: while the job's own mark is set, moves its
 /// heartbeat (control_block.h), so followers tell a deep queue from a dead
@@ -82,6 +116,9 @@ struct YieldGrant {
   std::uint64_t grant_ns = 0;
   /// With a grant of 0: when to look again (at most 1 ms).
   std::uint64_t retry_ns = 0;
+  /// With `busy`: what may stay queued beside the busy producers (the
+  /// smallest yield_busy_room of those marked), or kBusyRoomUnknown.
+  std::uint64_t busy_room_ns = kBusyRoomUnknown;
   /// No followed job is busy or within a known gap (kYieldFreeGrantNs):
   /// nothing says when production comes back.
   bool free = false;

@@ -32,6 +32,9 @@ constexpr std::uint64_t kMarkerEvery = 32;
 // is busy, at the loop's full level: what that job's synchronisation may
 // wait for (a slice's worth of it on a time-sliced GPU, plus a switch).
 constexpr std::uint64_t kBusyGrantNs = 1'000'000;
+// The loop's level at and above which a measured busy room is granted in
+// full (burst_admit).
+constexpr double kRoomFullLevel = 0.25;
 // The longest one yield wait lasts before the limits are read again.
 constexpr std::uint64_t kYieldWaitNs = 10'000'000;
 
@@ -103,6 +106,7 @@ ThrottleLimits read_limits(int device) {
   limits.max_queued = view.max_queued;
   limits.compute_cap_ppm = view.compute_cap_ppm;
   limits.yield_mask = view.yield_mask;
+  limits.yield_share_ppm = view.yield_share_ppm;
   return limits;
 }
 
@@ -362,7 +366,16 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   double level = limits.compute_cap_ppm != kThrottleNoLimit
                      ? static_cast<double>(limits.compute_cap_ppm) / 1e6
                      : 1.0;
-  std::uint64_t allowed = grant.grant_ns;
+  // The job's part of a gap among the device's opportunistic jobs: each
+  // fills only its part, so that production, back, finds no more queued
+  // than one job alone would have left (control_block.h, "Shares of a
+  // gap"). The level is split among them already.
+  double share = limits.yield_share_ppm == kThrottleNoLimit || limits.yield_share_ppm == 0
+                     ? 1.0
+                     : static_cast<double>(limits.yield_share_ppm) / 1e6;
+  if (share > 1) share = 1;
+  std::uint64_t allowed =
+      static_cast<std::uint64_t>(static_cast<double>(grant.grant_ns) * share);
   if (grant.free) {
     // Nothing says when production is back: the loop's level is a share of
     // GPU time, kept by the cap's bucket (debited by the markers), and one
@@ -382,9 +395,25 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   }
   if (grant.busy != nullptr) {
     gate.burst.busy_since_launch = true;  // the next gap is a new one for burst_admits
-    // Production is at work: only the loop's part of kBusyGrantNs may be
-    // queued beside it (what its synchronisation may have to wait for).
-    allowed = static_cast<std::uint64_t>(static_cast<double>(kBusyGrantNs) * level);
+    // Production is at work: only the loop's part of what its queue leaves
+    // room for may be queued beside it (what its synchronisation may have
+    // to wait for): little or nothing beside a GPU-bound job, up to a
+    // slice beside one that launches at a framework's pace (yield.h,
+    // yield_busy_room; kBusyGrantNs while its page has measured nothing).
+    // The loop's level scales a measured room only once it falls below
+    // kRoomFullLevel: the room already bounds what production's
+    // synchronisation can find of ours, and the level, moved by the noise
+    // of short measurements, sat at 0.1-0.25 beside a production job that
+    // ran at its solo speed; a level cut by real harm (0.7 or 0.35 a
+    // measurement) reaches it within a few measurements.
+    double scale = level;
+    std::uint64_t room = kBusyGrantNs;
+    if (grant.busy_room_ns != coord::job::kBusyRoomUnknown) {
+      room = grant.busy_room_ns;
+      double device_level = level / share;  // the loop's level before the split
+      scale = (device_level >= kRoomFullLevel ? 1.0 : device_level / kRoomFullLevel) * share;
+    }
+    allowed = static_cast<std::uint64_t>(static_cast<double>(room) * scale);
   }
   if (!tracked) {  // no markers: no bound on queued work, so only in gaps
     if (grant.busy == nullptr && allowed > 0) return true;
@@ -394,9 +423,14 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
     return true;
   } else if (gate.burst.issued > gate.burst.done) {
     // Our queued work fills the grant: wait, in the driver, until half of
-    // it is done (one wake-up per half grant, not per launch).
+    // it is done (one wake-up per half grant, not per launch). Beside a
+    // busy production job, until all of it is: a time-sliced GPU hands
+    // production the device only when our queue runs dry (or a whole
+    // slice has passed), so a queue refilled at half would make each of
+    // its kernels wait for the end of our slice, not for our grant.
     if (gate.burst.issued > gate.last_marker_issued) record_marker(gate, stream, per_thread);
-    std::uint64_t target = burst_wait_target(gate.burst, allowed);
+    std::uint64_t target =
+        grant.busy != nullptr ? gate.burst.issued : burst_wait_target(gate.burst, allowed);
     hold_begin(kHoldOwnWork, now);
     reap_markers(gate, target > gate.burst.done ? target : gate.burst.done + 1);
     note_wait(gate, device, kHoldOwnWork, "own-work", now, grant.grant_ns, allowed);

@@ -40,6 +40,9 @@ struct ThrottleLimits {
   std::uint64_t max_queued = kThrottleNoLimit;
   std::uint64_t compute_cap_ppm = kThrottleNoLimit;
   std::uint64_t yield_mask = 0;  ///< production jobs' yield slots to wait for (throttle.h)
+  /// The job's part of a gap among its device's opportunistic jobs, parts
+  /// per million; kThrottleNoLimit or 0: all of it.
+  std::uint64_t yield_share_ppm = kThrottleNoLimit;
   bool any() const {
     return launch_budget != kThrottleNoLimit || max_queued != kThrottleNoLimit ||
            compute_cap_ppm != kThrottleNoLimit || yield_mask != 0;

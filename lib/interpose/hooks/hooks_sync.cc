@@ -48,30 +48,35 @@ CUresult observed(CUresult result) {
 CUresult gs_cuCtxSynchronize() {
   GS_REAL(cuCtxSynchronize);
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real());
 }
 
 CUresult gs_cuCtxSynchronize_v2(CUcontext context) {
   GS_REAL(cuCtxSynchronize_v2);
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(context));
 }
 
 CUresult gs_cuStreamSynchronize(CUstream stream) {
   GS_REAL(cuStreamSynchronize);
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(stream));
 }
 
 CUresult gs_cuStreamSynchronize_ptsz(CUstream stream) {
   GS_REAL(cuStreamSynchronize_ptsz);
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(stream));
 }
 
 CUresult gs_cuEventSynchronize(CUevent event) {
   GS_REAL(cuEventSynchronize);
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(event));
 }
 
@@ -79,6 +84,7 @@ CUresult gs_cuMemcpyDtoH_v2(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2);
   hold_while_suspended();  // suspend.h
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(host, device, bytes));
 }
 
@@ -86,5 +92,6 @@ CUresult gs_cuMemcpyDtoH_v2_ptds(void* host, CUdeviceptr device, size_t bytes) {
   GS_REAL(cuMemcpyDtoH_v2_ptds);
   hold_while_suspended();  // suspend.h
   throttle_before_sync();  // times the burst's tail (throttle.h)
+  gpushare::coord::job::yield_before_sync();  // the queue's tail (yield.h)
   return observed(real(host, device, bytes));
 }

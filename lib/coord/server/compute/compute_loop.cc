@@ -47,8 +47,18 @@ void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Proces
   for (const auto& [job, device] : members) {
     if (auto p = producers_.find(job->key); p != producers_.end()) on_device.push_back(p->second);
   }
+  // Each opportunistic job's part of a gap (control_block.h, "Shares of
+  // a gap"): equal parts among the live ones, as the loop's level is split.
+  std::set<std::uint64_t> followers;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (live[i] && members[i].first->block->qos() == kQosOpportunistic) {
+      followers.insert(members[i].first->key);
+    }
+  }
+  std::uint64_t share_ppm = followers.size() > 1 ? 1'000'000 / followers.size() : kNoLimit;
   for (std::size_t i = 0; i < members.size(); ++i) {
     auto [job, device] = members[i];
+    if (job->block->qos() == kQosOpportunistic) job->block->set_yield_share(device, share_ppm);
     std::uint64_t mask = 0;
     if (live[i] && job->block->qos() == kQosOpportunistic) {
       std::vector<YieldDelivery> to_send;

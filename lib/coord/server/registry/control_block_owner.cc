@@ -72,6 +72,7 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
     d.max_queued.store(kNoLimit);
     d.compute_cap_ppm.store(kNoLimit);
     d.yield_mask.store(0);
+    d.yield_share_ppm.store(kNoLimit);
     page.device_resident_target[i].store(kNoLimit);
   }
   page.throttle.store(0);
@@ -139,6 +140,13 @@ void ControlBlock::set_yield_mask(int device, std::uint64_t mask) {
   if (yield_mask(device) == mask) return;
   limits_->devices[device].yield_mask.store(mask, std::memory_order_release);
   update_throttle();
+  bump();
+}
+
+void ControlBlock::set_yield_share(int device, std::uint64_t share_ppm) {
+  std::atomic<std::uint64_t>& word = limits_->devices[device].yield_share_ppm;
+  if (word.load(std::memory_order_relaxed) == share_ppm) return;
+  word.store(share_ppm, std::memory_order_release);
   bump();
 }
 

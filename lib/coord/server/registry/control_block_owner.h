@@ -66,6 +66,9 @@ class ControlBlock {
   /// keeps `throttle` set while any is. A no-op when unchanged.
   std::uint64_t yield_mask(int device) const;
   void set_yield_mask(int device, std::uint64_t mask);
+  /// The job's part of a gap among the device's opportunistic jobs
+  /// (control_block.h, layout 7); kNoLimit: all of it.
+  void set_yield_share(int device, std::uint64_t share_ppm);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
   /// The most managed bytes the job may keep on a device;
