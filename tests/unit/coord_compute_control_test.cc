@@ -25,9 +25,9 @@ struct FakeDevice {
   double kernel_ms = 8, host_ms = 8, opp_kernel_ms = 2;
   bool production = true;
   double noise = 0;    // relative jitter of the production period, deterministic
-  // Relative jitter that holds for 250 ms at a time (about one measurement),
-  // pseudo-random in [-slow_noise, slow_noise]: a loaded host's.
-  double slow_noise = 0;
+  // The production job's set-up: until then its synchronisations come
+  // four times as often as its steps will (allocations, copies back).
+  std::uint64_t setup_until_ns = 0;
   double overlap = 1;  // how much of the opportunistic share overlaps production (the yield: ~0)
   double burst = 0;    // a slowdown of the host, not caused by sharing
   std::uint64_t now = 0;
@@ -63,12 +63,8 @@ struct FakeDevice {
     if (production) {
       // While its kernel runs, the production job gets 1/(1+share) of the GPU.
       double jitter = noise * std::sin(step * 1.7);
-      if (slow_noise > 0) {
-        std::uint64_t x = static_cast<std::uint64_t>(step / 10 + 1) * 0x9e3779b97f4a7c15ull;
-        x ^= x >> 29;
-        jitter += slow_noise * (static_cast<double>(x % 2001) / 1000.0 - 1);
-      }
       double period = (host_ms + kernel_ms * (1 + opp_gpu * overlap)) * (1 + jitter + burst);
+      if (now < setup_until_ns) period /= 4;
       double before = prod_progress;
       prod_progress += 25.0 / period;
       std::uint64_t whole = static_cast<std::uint64_t>(prod_progress);
@@ -197,14 +193,14 @@ TEST_CASE("compute control protects production and harvests within about a secon
   CHECK(harvest >= 0.7 * device.best_harvest());
 }
 
-TEST_CASE("compute control holds opportunistic jobs while it profiles a new production job") {
+TEST_CASE("compute control holds opportunistic jobs to the floor while it profiles a new production job") {
   FakeDevice device(1);
   auto controller = make_device_controller(ComputePolicy::kGpushare);
   device.run(*controller);
   device.run(*controller);
   CHECK(controller->status().phase == "profile");
-  CHECK(device.opp_limits[0].launch_budget == 0);
-  CHECK(device.opp_limits[0].max_queued == 1);
+  CHECK(device.opp_limits[0].compute_cap_ppm == 1);
+  CHECK(device.opp_limits[0].launch_budget == kNoLimit);
 }
 
 TEST_CASE("compute control tolerates noise in the production period") {
@@ -334,31 +330,22 @@ TEST_CASE("compute control finds its level within about a second after a noise b
   CHECK(took <= 1500 * kMs);
 }
 
-TEST_CASE("compute control keeps its level through measurement noise that is not harm") {
-  // Production's period jitters by up to 4% either way (a loaded host),
-  // which the opportunistic jobs did not cause: the level must stay near
-  // what a calm device finds, not be cut at every unlucky measurement nor
-  // measured against a lucky one.
-  FakeDevice calm(1);
-  auto calm_controller = make_device_controller(ComputePolicy::kGpushare);
-  for (int i = 0; i < 400; ++i) calm.run(*calm_controller);
-  double calm_harvest = 0;
-  for (int i = 0; i < 200; ++i) {
-    calm.run(*calm_controller);
-    calm_harvest += calm.harvest() / 200;
-  }
-
+TEST_CASE("compute control measures a new production job's solo speed after its set-up") {
+  // The job's first 300 ms synchronise four times per step's time: a solo
+  // speed measured over them is four times too high, and the loop would
+  // cut to its floor and re-profile before harvesting anything. Steps of
+  // 60 ms, as GPT-2's beside its host time: a measurement takes 280 ms.
   FakeDevice device(1);
-  device.slow_noise = 0.04;
+  device.kernel_ms = 30;
+  device.host_ms = 30;
+  device.production = false;
   auto controller = make_device_controller(ComputePolicy::kGpushare);
-  for (int i = 0; i < 400; ++i) device.run(*controller);
-  double harvest = 0, slowdown = 0;
-  for (int i = 0; i < 200; ++i) {
-    device.run(*controller);
-    harvest += device.harvest() / 200;
-    slowdown += device.prod_slowdown() / 200;
-  }
-  INFO("calm " << calm_harvest << ", noisy " << harvest << ", slowdown " << slowdown);
-  CHECK(harvest >= 0.8 * calm_harvest);
-  CHECK(slowdown <= 0.05);
+  for (int i = 0; i < 20; ++i) device.run(*controller);
+  device.production = true;
+  device.setup_until_ns = device.now + 300 * kMs;
+  std::uint64_t took = converge(device, *controller, 10'000 * kMs, [&] {
+    return device.prod_slowdown() <= 0.05 && device.harvest() >= 0.7 * device.best_harvest();
+  });
+  INFO("converged after " << took / kMs << " ms");
+  CHECK(took <= 2000 * kMs);
 }
