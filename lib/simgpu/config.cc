@@ -162,7 +162,8 @@ bool read_link(EnvLookup lookup, void* context, SimConfig* config, const Reporte
   return true;
 }
 
-// GPUSHARE_SIM_SCHED, GPUSHARE_SIM_TIMESLICE and GPUSHARE_SIM_SWITCH_US.
+// GPUSHARE_SIM_SCHED, GPUSHARE_SIM_TIMESLICE, GPUSHARE_SIM_SWITCH_US and
+// GPUSHARE_SIM_SWITCH_COLD_US.
 bool read_scheduling(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
   config->sched_policy = 0;
   if (const char* text = lookup("GPUSHARE_SIM_SCHED", context)) {
@@ -188,6 +189,12 @@ bool read_scheduling(EnvLookup lookup, void* context, SimConfig* config, const R
     return false;
   }
   config->switch_ns = static_cast<std::int64_t>(value) * 1000;
+  std::uint64_t cold = kDefaultColdNs / 1000;
+  if (!read_count(lookup, context, "GPUSHARE_SIM_SWITCH_COLD_US", 0, 100000, "0 to 100000", &cold,
+                  report)) {
+    return false;
+  }
+  config->cold_ns = static_cast<std::int64_t>(cold) * 1000;
   return true;
 }
 

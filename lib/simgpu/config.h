@@ -49,6 +49,7 @@ struct SimConfig {
   std::uint32_t sched_policy;
   std::int64_t timeslice_ns;  ///< GPUSHARE_SIM_TIMESLICE (milliseconds)
   std::int64_t switch_ns;     ///< GPUSHARE_SIM_SWITCH_US
+  std::int64_t cold_ns;       ///< GPUSHARE_SIM_SWITCH_COLD_US
   // The rest is per process; other processes may differ.
   int driver_version;               ///< GPUSHARE_SIM_DRIVER_VERSION
   std::uint64_t default_kernel_ns;  ///< GPUSHARE_SIM_KERNEL_US
@@ -66,6 +67,12 @@ inline constexpr std::uint64_t kDefaultLocalBytesPerS = 800'000'000'000;  // 800
 inline constexpr std::uint32_t kDefaultManagedSlowdownMilli = 4000;
 inline constexpr std::int64_t kDefaultTimesliceNs = 2000000;
 inline constexpr std::int64_t kDefaultSwitchNs = 151000;  // an H100 (kernel-traces README)
+// A context's first kernel after it is switched in runs this much longer
+// (its L2 lines and TLB entries went to the other context). Fitted to the
+// H100's pairs without gpushare (docs/simulated-gpu.md, "What sharing
+// costs"): no GPU measurement of it exists yet; gpu-check's calibration
+// measures it (tests/gpu/calibrate).
+inline constexpr std::int64_t kDefaultColdNs = 250000;
 inline constexpr int kDefaultDriverVersion = 13000;
 inline constexpr std::uint64_t kDefaultKernelNs = 1000000;
 inline constexpr std::uint32_t kDefaultMaxPending = 1024;

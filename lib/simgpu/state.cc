@@ -53,6 +53,7 @@ void describe_devices(StateLayout* layout, const SimConfig& config) {
     device.sched.policy = sched_policy_of(config);
     device.sched.slice_ns = config.timeslice_ns > 0 ? config.timeslice_ns : 1;
     device.sched.switch_ns = config.switch_ns > 0 ? config.switch_ns : 0;
+    device.sched.cold_ns = config.cold_ns > 0 ? config.cold_ns : 0;
   }
   layout->header.device_count = static_cast<std::uint32_t>(config.device_count);
   layout->header.migrate_bytes_per_s = config.migrate_bytes_per_s;
@@ -189,7 +190,8 @@ void initialise_layout(StateLayout* layout, const SimConfig& config) {
   init_mutex(&layout->mutex);
   std::int64_t now = monotonic_ns();
   for (DeviceState& device : layout->devices) {
-    sched_init(&device.sched, sched_policy_of(config), config.timeslice_ns, config.switch_ns, now);
+    sched_init(&device.sched, sched_policy_of(config), config.timeslice_ns, config.switch_ns, now,
+               config.cold_ns);
   }
   describe_devices(layout, config);
   layout->header.ready = 1;
@@ -533,7 +535,7 @@ int live_process_count(const StateLayout* layout) {
 bool config_matches(const StateLayout* layout, const SimConfig& config) {
   const SchedModel& sched = layout->devices[0].sched;
   if (sched.policy != sched_policy_of(config) || sched.slice_ns != config.timeslice_ns ||
-      sched.switch_ns != config.switch_ns) {
+      sched.switch_ns != config.switch_ns || sched.cold_ns != config.cold_ns) {
     return false;
   }
   if (layout->header.device_count != static_cast<std::uint32_t>(config.device_count) ||

@@ -49,8 +49,9 @@ namespace gpushare::simgpu {
 
 inline constexpr char kStateMagic[16] = "gpushare-simgpu";
 // 2: busy intervals carry a pid; 3: a scheduler model per device;
-// 4: a copy path (link.h) per device and the link settings
-inline constexpr std::uint32_t kStateLayoutVersion = 4;
+// 4: a copy path (link.h) per device and the link settings; 5: the
+// scheduler's cold start after a switch (timeslice.h, cold_ns)
+inline constexpr std::uint32_t kStateLayoutVersion = 5;
 inline constexpr int kMaxProcesses = kSchedContexts;  ///< a slot is a scheduling context
 inline constexpr int kMaxManaged = 4096;
 /// How long lock() waits for a holder before giving up with an error.

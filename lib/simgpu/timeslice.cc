@@ -122,6 +122,13 @@ void advance_fifo(SchedModel* m, std::int64_t to) {
   }
 }
 
+// A context switched in from another finds its data gone from the caches:
+// its head kernel runs cold_ns longer (timeslice.h).
+void run_cold(SchedModel* m, int context) {
+  int head = head_of(m, context);
+  if (head >= 0 && m->cold_ns > 0) m->pending[head].remaining_ns += m->cold_ns;
+}
+
 void advance_timeslice(SchedModel* m, std::int64_t to) {
   while (m->now_ns < to) {
     if (m->now_ns < m->switch_end_ns) {  // the device is changing context
@@ -140,6 +147,7 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
           m->resident = next;
           m->switch_end_ns = m->now_ns + m->switch_ns;
           m->slice_end_ns = m->switch_end_ns + m->slice_ns;
+          run_cold(m, next);
           continue;
         }
         m->slice_end_ns = m->now_ns + m->slice_ns;  // alone: a fresh slice
@@ -153,11 +161,13 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
       continue;
     }
     std::int64_t cost = 0;
-    if (m->resident >= 0 && m->resident != next) {
+    bool switched = m->resident >= 0 && m->resident != next;
+    if (switched) {
       cost = m->switch_ns;
       ++m->switches;
     }
     m->resident = next;
+    if (switched) run_cold(m, next);
     m->switch_end_ns = m->now_ns + cost;
     m->slice_end_ns = m->switch_end_ns + m->slice_ns;
   }
@@ -166,12 +176,13 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
 }  // namespace
 
 void sched_init(SchedModel* model, SchedPolicy policy, std::int64_t slice_ns,
-                std::int64_t switch_ns, std::int64_t now_ns) {
+                std::int64_t switch_ns, std::int64_t now_ns, std::int64_t cold_ns) {
   std::memset(model, 0, sizeof(*model));
   model->policy = policy;
   model->resident = -1;
   model->slice_ns = slice_ns > 0 ? slice_ns : 1;
   model->switch_ns = switch_ns > 0 ? switch_ns : 0;
+  model->cold_ns = cold_ns > 0 ? cold_ns : 0;
   model->now_ns = now_ns;
   model->next_seq = 1;
 }
@@ -237,7 +248,7 @@ bool sched_valid(const SchedModel& model) {
       model.done_next >= static_cast<std::uint32_t>(kSchedDone) ||
       model.interval_next >= static_cast<std::uint32_t>(kSchedIntervals) ||
       model.interval_count > static_cast<std::uint32_t>(kSchedIntervals) || model.resident < -1 ||
-      model.resident >= kSchedContexts || model.slice_ns <= 0 || model.switch_ns < 0 ||
+      model.resident >= kSchedContexts || model.slice_ns <= 0 || model.switch_ns < 0 || model.cold_ns < 0 ||
       (model.policy != SchedPolicy::kTimeslice && model.policy != SchedPolicy::kFifo)) {
     return false;
   }

@@ -28,7 +28,11 @@
 //   - a context that runs out of work yields at once;
 //   - the next context is the next one, in context-number order after the
 //     resident one, that has work (round-robin);
-//   - each change of resident context costs switch_ns of idle device;
+//   - each change of resident context costs switch_ns of idle device, and
+//     the incoming context's head kernel then runs cold_ns longer (its
+//     data left the L2 cache and its translations the TLB while the other
+//     context ran: what makes sharing cost more on a GPU than the switches
+//     alone, docs/simulated-gpu.md);
 //   - a context's slice starts when it becomes resident (after the switch);
 //   - a kernel may carry a hold: the part of it spent waiting for managed
 //     memory to migrate (its page faults). A slice that ends inside a hold
@@ -85,6 +89,7 @@ struct SchedModel {
   std::int32_t resident;  ///< context that has (or last had) the device; -1 none
   std::int64_t slice_ns;
   std::int64_t switch_ns;
+  std::int64_t cold_ns;        ///< added to a context's head kernel when switched in
   std::int64_t now_ns;         ///< the model's clock: settled up to here
   std::int64_t slice_end_ns;   ///< end of the resident context's slice
   std::int64_t switch_end_ns;  ///< the device is switching until here
@@ -105,7 +110,7 @@ struct SchedModel {
 
 /// A fresh, idle model whose clock starts at `now_ns`.
 void sched_init(SchedModel* model, SchedPolicy policy, std::int64_t slice_ns,
-                std::int64_t switch_ns, std::int64_t now_ns);
+                std::int64_t switch_ns, std::int64_t now_ns, std::int64_t cold_ns = 0);
 
 /// Settles the model up to `to_ns` (an earlier time changes nothing).
 void sched_advance(SchedModel* model, std::int64_t to_ns);

@@ -258,8 +258,8 @@ std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns,
                               std::uint64_t gap_ns) {
   if (span_ns == 0) return kBusyRoomUnknown;
   double deep = static_cast<double>(tail_ns) / static_cast<double>(span_ns);
-  if (deep >= 0.5) return 0;
-  double room = static_cast<double>(kBusyRoomMaxNs) * (1 - 2 * deep);
+  if (deep >= kBusyRoomDeepTail) return 0;
+  double room = static_cast<double>(kBusyRoomMaxNs) * (1 - deep / kBusyRoomDeepTail);
   double step = static_cast<double>(span_ns + gap_ns) * kBusyRoomStepShare;
   return static_cast<std::uint64_t>(room < step ? room : step);
 }

@@ -60,7 +60,7 @@ void yield_clear_busy();
 /// `tail_ns`, `span_ns` and `gap_ns` (control_block.h, "Production's
 /// queue"), before the loop's level scales it: kBusyRoomMaxNs while the
 /// producer's synchronisations find little of its own work ahead of them,
-/// falling to 0 as its tail reaches half its busy span (a GPU-bound job:
+/// falling to 0 as its tail reaches kBusyRoomDeepTail of its busy span (a GPU-bound job:
 /// whatever we queue, it waits for), and never above kBusyRoomStepShare of
 /// its step (span plus gap), which bounds what its synchronisation can find
 /// of ours ahead of it. kBusyRoomUnknown while the page has no span yet.
@@ -69,9 +69,14 @@ inline constexpr std::uint64_t kBusyRoomUnknown = ~0ull;
 /// About one time slice (2.09 ms measured on an H100): beyond it a GPU
 /// would slice production's return anyway.
 inline constexpr std::uint64_t kBusyRoomMaxNs = 2'000'000;
-/// A fiftieth of production's step: within its 3% slowdown target with
-/// room for the switches around it.
-inline constexpr double kBusyRoomStepShare = 1.0 / 50;
+/// A thirtieth of production's step: what its synchronisation can find of
+/// ours ahead of it, within its 3% slowdown target (a fiftieth: ResNet's
+/// pair at 0.80 of the no-gpushare pair, a thirtieth 0.87, production
+/// 0.98-1.0 either way).
+inline constexpr double kBusyRoomStepShare = 1.0 / 30;
+/// A tail this share of the busy span or more: a GPU-bound producer,
+/// nothing beside it (0.75 was tried: no gain on GPT-2's pair).
+inline constexpr double kBusyRoomDeepTail = 0.5;
 
 /// The client thread's tick: while the job's own mark is set, moves its
 /// heartbeat (control_block.h), so followers tell a deep queue from a dead
