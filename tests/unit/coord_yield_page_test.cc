@@ -255,3 +255,93 @@ TEST_CASE("a production job publishes its idle gap and a follower queues work on
   close(pair[1]);
   munmap(producer, kControlPageBytes);
 }
+
+TEST_CASE("a production job publishes its queue's tail and span at the clearing synchronisation",
+          "[coord][yield]") {
+  auto block = make_block(5);
+  YieldPage* producer = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
+  yield_publish_own(producer);
+  CHECK(producer->tail_ns.load() == 0);
+  CHECK(producer->span_ns.load() == 0);
+  // A step: launches, then a synchronising call that waits for the GPU.
+  yield_mark_busy();
+  std::uint64_t marked = producer->marked_ns.load();
+  CHECK(marked > 0);
+  yield_before_sync();
+  std::uint64_t entry = g_sync_entry_ns.load();
+  CHECK(entry >= marked);
+  timespec wait{0, 2'000'000};  // the GPU's tail: what the call waits for
+  nanosleep(&wait, nullptr);
+  yield_clear_busy();
+  std::uint64_t tail = producer->tail_ns.load();
+  std::uint64_t span = producer->span_ns.load();
+  CHECK(tail >= 2'000'000);
+  CHECK(span >= tail);
+  CHECK(span == producer->cleared_ns.load() - marked);
+  // A synchronisation with no wait lowers the tail by an eighth of the
+  // difference only (a follower errs toward a deep queue); a call that
+  // began before the mark (no entry noted) measures no tail.
+  yield_mark_busy();
+  yield_before_sync();
+  yield_clear_busy();
+  CHECK(producer->tail_ns.load() < tail);
+  CHECK(producer->tail_ns.load() >= tail - tail / 8);
+  std::uint64_t kept = producer->tail_ns.load();
+  yield_mark_busy();
+  yield_clear_busy();
+  CHECK(producer->tail_ns.load() == kept);
+  yield_publish_own(nullptr);
+  munmap(producer, kControlPageBytes);
+}
+
+TEST_CASE("a follower's room beside a busy producer follows its queue's tail", "[coord][yield]") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  // Nothing measured yet: the caller's default.
+  CHECK(yield_busy_room(0, 0, 0) == kBusyRoomUnknown);
+  // A framework's pace (ResNet-50 beside its host time): no tail in a
+  // 34-ms mark, a 40-ms gap: the whole room; a 1-ms tail, a little less.
+  CHECK(yield_busy_room(0, 34 * kMs, 40 * kMs) == kBusyRoomMaxNs);
+  std::uint64_t short_tail = yield_busy_room(1 * kMs, 34 * kMs, 40 * kMs);
+  CHECK(short_tail < kBusyRoomMaxNs);
+  CHECK(short_tail > kBusyRoomMaxNs * 9 / 10);
+  // ... but never above a thirtieth of the step (span plus gap).
+  CHECK(yield_busy_room(0, 10 * kMs, 5 * kMs) == 15 * kMs / 30);
+  // A GPU-bound job (ten 1.4-ms products queued at once): the call waits
+  // for nearly all of its mark; nothing beside it.
+  CHECK(yield_busy_room(13 * kMs, 14 * kMs, 15 * kMs) == 0);
+  CHECK(yield_busy_room(7 * kMs, 14 * kMs, 15 * kMs) == 0);
+  // In between, less room as the tail grows.
+  std::uint64_t quarter = yield_busy_room(25 * kMs / 4, 25 * kMs, 100 * kMs);
+  CHECK(quarter == kBusyRoomMaxNs / 2);
+}
+
+TEST_CASE("a follower beside a busy producer is told its room by the producer's page",
+          "[coord][yield]") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  auto block = make_block(5);
+  YieldPage* producer = nullptr;
+  REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  yield_reset_stream();
+  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":2}\n", block->yield_fd());
+  REQUIRE(yield_receive(pair[1]));
+  std::uint64_t mask = std::uint64_t{1} << 2;
+  std::uint64_t now = 5000 * kMs;
+  producer->busy.store(1);
+  producer->marks.fetch_add(1);
+  CHECK(yield_grant(mask, now).busy_room_ns == kBusyRoomUnknown);
+  producer->span_ns.store(34 * kMs);
+  producer->gap_ns.store(40 * kMs);
+  producer->tail_ns.store(0);
+  YieldGrant grant = yield_grant(mask, now);
+  CHECK(grant.busy != nullptr);
+  CHECK(grant.busy_room_ns == kBusyRoomMaxNs);
+  producer->tail_ns.store(30 * kMs);  // GPU-bound now
+  CHECK(yield_grant(mask, now).busy_room_ns == 0);
+  producer->busy.store(0);
+  close(pair[0]);
+  close(pair[1]);
+  munmap(producer, kControlPageBytes);
+}

@@ -48,13 +48,16 @@ TEST_CASE("the simulator's defaults describe one 16 GiB, 108-SM device", "[sim]"
   CHECK(loaded.config.sched_policy == 0);  // time slices
   CHECK(loaded.config.timeslice_ns == 2000000);
   CHECK(loaded.config.switch_ns == 151000);
+  CHECK(loaded.config.cold_ns == 250000);  // fitted to the H100's pairs (docs/simulated-gpu.md)
 }
 
 TEST_CASE("the scheduling policy slice and switch cost are read from the environment", "[sim]") {
   Loaded loaded = load({{"GPUSHARE_SIM_SCHED", "fifo"},
                         {"GPUSHARE_SIM_TIMESLICE", "0.5"},
-                        {"GPUSHARE_SIM_SWITCH_US", "0"}});
+                        {"GPUSHARE_SIM_SWITCH_US", "0"},
+                        {"GPUSHARE_SIM_SWITCH_COLD_US", "40"}});
   REQUIRE(loaded.ok);
+  CHECK(loaded.config.cold_ns == 40000);
   CHECK(loaded.config.sched_policy == 1);
   CHECK(loaded.config.timeslice_ns == 500000);
   CHECK(loaded.config.switch_ns == 0);

@@ -262,3 +262,25 @@ TEST_CASE("timeslice: a hold longer than the kernel is cut to the kernel") {
   CHECK(t.projected(a) == 12);
   CHECK(t.projected(b) == 22);
 }
+
+TEST_CASE("timeslice: a context switched in runs its head kernel cold") {
+  // Slice 20, switch 2, cold 3: A 0-20, switch 20-22, B 22-35 (10 + 3
+  // cold: done), switch 35-37, A resumes cold: its remaining 5 + 3, 37-45.
+  std::unique_ptr<SchedModel> m = std::make_unique<SchedModel>();
+  sched_init(m.get(), SchedPolicy::kTimeslice, 20, 2, 0, 3);
+  std::uint64_t a = sched_launch(m.get(), 0, 0, 25);
+  std::uint64_t b = sched_launch(m.get(), 1, 0, 10);
+  sched_advance(m.get(), 100);
+  CHECK(sched_end(*m, b) == 35);
+  CHECK(sched_end(*m, a) == 45);
+  CHECK(m->switches == 2);
+  CHECK(sched_busy_between(*m, 0, 100) == 41);  // 35 of work and 6 run cold
+  // A context alone is never cold: no switch, no cost.
+  std::unique_ptr<SchedModel> alone = std::make_unique<SchedModel>();
+  sched_init(alone.get(), SchedPolicy::kTimeslice, 10, 2, 0, 3);
+  std::uint64_t c = sched_launch(alone.get(), 0, 0, 25);
+  sched_launch(alone.get(), 0, 30, 5);
+  sched_advance(alone.get(), 100);
+  CHECK(sched_end(*alone, c) == 25);
+  CHECK(alone->switches == 0);
+}
