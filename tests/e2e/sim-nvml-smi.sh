@@ -7,6 +7,8 @@
 # under the interposer, a consistent clamped GPU); the constant properties
 # are sane and MIG is off.
 . "$(dirname "$0")/common.inc"
+# Kernel time exactly: no cold run after a switch (it counts as busy time).
+export GPUSHARE_SIM_SWITCH_COLD_US=0
 [ -f "$libexec/sim/libnvidia-ml.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB
 # A long window, so that a loaded machine's delays before the query do

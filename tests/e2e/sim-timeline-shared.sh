@@ -9,6 +9,8 @@
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim"
+# Kernel time exactly: no cold run after a switch (it counts as busy time).
+export GPUSHARE_SIM_SWITCH_COLD_US=0
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 wall_ms() { jq -r 'select(.step=="timed") | .wall_ms | floor' "$1"; }

@@ -6,6 +6,8 @@
 # workloads have no start barrier, so how much they overlap depends on the
 # machine's load; only lower bounds on time are checked.)
 . "$(dirname "$0")/common.inc"
+# Kernel time exactly: no cold run after a switch (it counts as busy time).
+export GPUSHARE_SIM_SWITCH_COLD_US=0
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB
 workload="$libexec/gpushare-workload"

@@ -135,7 +135,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
   CHECK(
       error_of(
           R"({"kind":"register","version":1,"layout_version":9,"name":"a","qos":"production","devices":[]})") ==
-      "unsupported control block layout 9 (this coordinator has 6)");
+      "unsupported control block layout 9 (this coordinator has 7)");
 }
 
 TEST_CASE("control characters in names are replaced", "[coord][protocol]") {
