@@ -2,6 +2,7 @@
 // sample), and prints the records of the reply as JSON Lines or a table.
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -29,8 +30,12 @@ using Records = std::vector<ordered_json>;
 enum class Shape { kJobs, kNode };
 
 void print(const Records& records, const std::string& format, Shape shape) {
-  if (format == "table") {
-    std::cout << (shape == Shape::kNode ? node_table(records) : job_table(records)) << std::flush;
+  std::string form = resolved_format(format);
+  if (form == "short" || form == "wide") {
+    std::string table = shape == Shape::kNode ? node_table(records)
+                        : form == "wide"      ? job_table(records)
+                                              : job_table_short(records, terminal_width());
+    std::cout << table << std::flush;
     return;
   }
   JsonLinesWriter writer(std::cout);
@@ -81,6 +86,18 @@ int request_and_print(const CtlOptions& options, const coord::Request& request, 
 }
 
 }  // namespace
+
+std::string resolved_format(const std::string& format) {
+  if (format == "table") return "wide";  // its name before wide and the short table
+  if (format == "auto") return isatty(STDOUT_FILENO) ? "short" : "json";
+  return format;
+}
+
+std::size_t terminal_width() {
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 20) return size.ws_col;
+  return 100;
+}
 
 std::string socket_path(const CtlOptions& options, bool* private_directory) {
   std::string path = options.socket_path;
@@ -269,7 +286,7 @@ int watch(const CtlOptions& options) {
       diag::error(records.error().message);
       return exit_status::kFailure;
     }
-    if (options.format == "table") {
+    if (resolved_format(options.format) != "json") {
       if (sample > 1) std::cout << '\n';
       print(*records, options.format, Shape::kJobs);
     } else {
