@@ -45,14 +45,21 @@ TEST_CASE("the free time is the window less what others used, never below zero",
   CHECK(free_gpu_ns(kWindow, kWindow + 5) == 0);  // meters that round up
 }
 
-TEST_CASE("the share is millionths of the free time, and none of nothing", "[coord][free-share]") {
-  CHECK(free_share_ppm(200'000'000, 400'000'000) == 500'000u);
-  CHECK(free_share_ppm(0, 400'000'000) == 0u);
-  CHECK(free_share_ppm(1, 3) == 333'333u);  // rounded to nearest
-  CHECK(free_share_ppm(2, 3) == 666'667u);
-  CHECK_FALSE(free_share_ppm(0, 0).has_value());
-  CHECK_FALSE(free_share_ppm(5, 0).has_value());
-  CHECK(free_share_ppm(UINT64_MAX, 1) == UINT64_MAX);  // no wrap
+TEST_CASE("the share is millionths of the free time, and none of next to nothing",
+          "[coord][free-share]") {
+  CHECK(free_share_ppm(200'000'000, 400'000'000, kWindow) == 500'000u);
+  CHECK(free_share_ppm(0, 400'000'000, kWindow) == 0u);
+  CHECK(free_share_ppm(100'000'000, 300'000'000, kWindow) == 333'333u);  // rounded to nearest
+  CHECK(free_share_ppm(200'000'000, 300'000'000, kWindow) == 666'667u);
+  CHECK_FALSE(free_share_ppm(0, 0, kWindow).has_value());
+  CHECK_FALSE(free_share_ppm(5, 0, kWindow).has_value());
+  // Less than 2% of the window free: whole-percent rounding could be a
+  // quarter of the figure.
+  CHECK_FALSE(free_share_ppm(10'000'000, 19'999'999, kWindow).has_value());
+  CHECK(free_share_ppm(10'000'000, 20'000'000, kWindow) == 500'000u);
+  // More than all of the free time is the meter's rounding.
+  CHECK(free_share_ppm(40'000'000, 30'000'000, kWindow) == 1'000'000u);
+  CHECK(free_share_ppm(UINT64_MAX, kWindow, kWindow) == 1'000'000u);  // no wrap
 }
 
 TEST_CASE("NVML samples give busy time over the whole window", "[coord][free-share]") {

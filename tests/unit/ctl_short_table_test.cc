@@ -98,6 +98,10 @@ TEST_CASE("an opportunistic job with nothing free, or no figure, says so", "[ctl
   nothing["free_share_ppm"] = nullptr;
   nothing["free_gpu_ns_last_window"] = 0;
   CHECK(solo_or_free_cell(nothing) == "none free");
+  nothing["free_gpu_ns_last_window"] = 19000000;  // under 1/50 of the window
+  CHECK(solo_or_free_cell(nothing) == "none free");
+  nothing["free_gpu_ns_last_window"] = 400000000;  // free, but no figure
+  CHECK(solo_or_free_cell(nothing) == "-");
   nothing["free_gpu_ns_last_window"] = nullptr;
   CHECK(solo_or_free_cell(nothing) == "-");
   CHECK(solo_or_free_cell(production("p")) == "98% solo");

@@ -297,8 +297,14 @@ std::string solo_or_free_cell(const ordered_json& record) {
       return std::to_string(static_cast<long long>(std::lround(share->get<double>() / 1e4))) +
              "% free";
     }
+    // No share where production (and processes outside gpushare) left
+    // less than 1/50 of the window (free_share.h): nothing to harvest.
     auto free = record.find("free_gpu_ns_last_window");
-    if (free != record.end() && free->is_number() && free->get<double>() == 0) return "none free";
+    auto window = record.find("window_ns");
+    if (free != record.end() && free->is_number() && window != record.end() &&
+        window->is_number() && free->get<double>() * 50 < window->get<double>()) {
+      return "none free";
+    }
     return "-";
   }
   auto speed = record.find("speed_per_s");

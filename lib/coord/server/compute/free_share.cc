@@ -95,10 +95,12 @@ std::uint64_t free_gpu_ns(std::uint64_t window_ns, std::uint64_t others_busy_ns)
   return others_busy_ns >= window_ns ? 0 : window_ns - others_busy_ns;
 }
 
-std::optional<std::uint64_t> free_share_ppm(std::uint64_t gpu_ns, std::uint64_t free_ns) {
-  if (free_ns == 0) return std::nullopt;
+std::optional<std::uint64_t> free_share_ppm(std::uint64_t gpu_ns, std::uint64_t free_ns,
+                                           std::uint64_t window_ns) {
+  if (free_ns == 0 || free_ns < window_ns / kMinFreeShareOfWindow) return std::nullopt;
   auto ppm = (static_cast<unsigned __int128>(gpu_ns) * 1'000'000 + free_ns / 2) / free_ns;
-  return ppm > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(ppm);
+  // The job's time is part of the free time (one meter): more is rounding.
+  return ppm > 1'000'000 ? 1'000'000 : static_cast<std::uint64_t>(ppm);
 }
 
 std::uint64_t busy_ns_of_samples(std::uint64_t sm_percent_sum, std::uint64_t samples,
@@ -142,7 +144,7 @@ void annotate_free_share(std::vector<JobView>& jobs,
       auto it = by_pid.find(static_cast<pid_t>(pid));
       if (it != by_pid.end()) own = saturating_add(own, it->second);
     }
-    job.free_share_ppm = free_share_ppm(own, free->second);
+    job.free_share_ppm = free_share_ppm(own, free->second, window_ns);
   }
 }
 

@@ -10,7 +10,9 @@
 //       coordinator (production jobs, and processes that run outside
 //       gpushare, whose time is not free either);
 //   free_share_ppm  (opportunistic jobs) the job's own GPU time on that
-//       device over the same window, in millionths of the free time.
+//       device over the same window, in millionths of the free time; null
+//       when less than 2% of the window was free (the meter's whole
+//       percents cannot tell a share of that).
 //
 // Both figures come from one meter, NVML's per-process utilisation
 // (nvmlDeviceGetProcessUtilization) over the window, so that they describe
@@ -61,10 +63,17 @@ Result<std::unique_ptr<GpuTimeSource>> open_nvml_gpu_time();
 /// The window less what others used, never below zero.
 std::uint64_t free_gpu_ns(std::uint64_t window_ns, std::uint64_t others_busy_ns);
 
-/// `gpu_ns` in millionths of `free_ns`, rounded to nearest; nullopt when
-/// nothing was free (a share of nothing is no figure). Above a million
-/// only when the inputs disagree (they come from one meter here).
-std::optional<std::uint64_t> free_share_ppm(std::uint64_t gpu_ns, std::uint64_t free_ns);
+/// Below this share of the window (1/50: 20 ms of a second) the free time
+/// is too small for a share: NVML counts each process in whole percents of
+/// the window, so rounding alone could be a quarter of such a figure.
+inline constexpr std::uint64_t kMinFreeShareOfWindow = 50;
+
+/// `gpu_ns` in millionths of `free_ns`, rounded to nearest, at most a
+/// million (the job's time is part of the free time, so more is the
+/// meter's rounding); nullopt when less than 1/kMinFreeShareOfWindow of
+/// `window_ns` was free (a share of next to nothing is no figure).
+std::optional<std::uint64_t> free_share_ppm(std::uint64_t gpu_ns, std::uint64_t free_ns,
+                                           std::uint64_t window_ns);
 
 /// A process's busy time from NVML samples: each sample's smUtil percent
 /// over its share of the window. `samples` is the process's sample count
