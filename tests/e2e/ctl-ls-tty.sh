@@ -71,4 +71,14 @@ gpushare-ctl ls >"$scratch/redirected"
 jq -se 'length == 2 and all(.[]; .kind == "job")' "$scratch/redirected" >/dev/null ||
   fail "ls to a file is not JSON Lines: $(cat "$scratch/redirected")"
 
+# The metrics carry the same figures.
+gpushare-ctl metrics >"$scratch/metrics"
+expect_grep '^gpushare_job_free_share_ratio\{.*job_name="sweep-opportunistic".*\} [0-9.e+-]+$' \
+  "$scratch/metrics"
+expect_grep '^gpushare_job_free_gpu_seconds_last_window\{.*job_name="train-production".*\} [0-9.e+-]+$' \
+  "$scratch/metrics"
+if grep -q 'gpushare_job_free_share_ratio{.*job_name="train-production"' "$scratch/metrics"; then
+  fail "a production job has a share of the free GPU time"
+fi
+
 echo "ctl-ls-tty: ok"
