@@ -2,6 +2,7 @@
 
 #include "coord/server/compute/free_share.h"
 
+using namespace gpushare;
 using namespace gpushare::coord;
 using namespace gpushare::coord::server;
 

@@ -64,11 +64,11 @@ TEST_CASE("the short table says each class's figure in words", "[ctl][table]") {
   std::vector<std::string> lines =
       lines_of(job_table_short({production("train"), opportunistic("sweep")}));
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0] == "ID  NAME   CLASS  GPU       MEMORY       SPEED            SOLO/FREE  HOLD"
+  CHECK(lines[0] == "ID  NAME   CLASS  GPU       MEMORY     SPEED          SOLO/FREE  HOLD"
                     "             STATE");
-  CHECK(lines[1] == "1   train  prod   5e2f1c3a  3GiB/8GiB    41.2 it/s        98% solo   running"
+  CHECK(lines[1] == "1   train  prod   5e2f1c3a  3GiB/8GiB  41.2 it/s      98% solo   running"
                     "          running");
-  CHECK(lines[2] == "2   sweep  opp    5e2f1c3a  512MiB/-     1234 launch/s    62% free   "
+  CHECK(lines[2] == "2   sweep  opp    5e2f1c3a  512MiB/-   1234 launch/s  62% free   "
                     "waiting-for-gap  running");
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("top draws each GPU with its jobs and the node's totals", "[ctl][top]"
   frame.width = 100;
   frame.height = 40;
   std::vector<std::string> lines = top_lines({production("train"), opportunistic("sweep")}, frame);
-  REQUIRE(lines.size() == 9);
+  REQUIRE(lines.size() == 8);
   CHECK(lines[0] == "gpushare-ctl top  12:01:07  every 1s  2 jobs on 1 GPU  q quits");
   CHECK(lines[2] ==
         "GPU 5e2f1c3a  memory 3.5GiB of 16GiB, 256MiB spilled to host  free GPU time 38%");
@@ -137,7 +137,7 @@ TEST_CASE("top draws each GPU with its jobs and the node's totals", "[ctl][top]"
   CHECK(lines[5].find("sweep  opp") != std::string::npos);
   CHECK(lines[5].find("62% free   waiting-for-gap") != std::string::npos);
   CHECK(lines[5].find("256MiB") != std::string::npos);
-  CHECK(lines[8] ==
+  CHECK(lines[7] ==
         "node: 2 jobs (1 production, 1 opportunistic), 0 paused; 3.5GiB used, 256MiB spilled "
         "to host");
   for (const std::string& line : lines) CHECK(display_width(line) <= 100);
@@ -149,7 +149,7 @@ TEST_CASE("top fits a small terminal and says what it left out", "[ctl][top]") {
   frame.height = 5;
   std::vector<std::string> lines = top_lines({production("train"), opportunistic("sweep")}, frame);
   REQUIRE(lines.size() == 5);
-  CHECK(lines[4] == "... 5 more lines: enlarge the terminal");
+  CHECK(lines[4] == "... 4 more lines: enlarge the terminal");
   for (const std::string& line : lines) CHECK(display_width(line) <= 40);
 }
 

@@ -13,9 +13,14 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// A count or size; 0 when absent, null or not a whole number at or above 0.
+bool whole(const ordered_json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0);
+}
+
 std::uint64_t unsigned_field(const ordered_json& record, const char* key) {
   auto it = record.find(key);
-  return it != record.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+  return it != record.end() && whole(*it) ? it->get<std::uint64_t>() : 0;
 }
 
 std::string string_field(const ordered_json& record, const char* key, const char* none = "-") {
@@ -95,7 +100,7 @@ std::vector<std::string> top_lines(const std::vector<ordered_json>& records,
     Gpu& gpu = gpus[it->second];
     gpu.jobs.push_back(&r);
     auto free = r.find("free_gpu_ns_last_window");
-    if (free != r.end() && free->is_number_unsigned()) {
+    if (free != r.end() && whole(*free)) {
       gpu.free_known = true;
       gpu.free_ns = free->get<std::uint64_t>();
       gpu.window_ns = unsigned_field(r, "window_ns");
