@@ -57,7 +57,9 @@ bool write_all(const std::string& text) {
 // The terminal's state while top runs, and how to put it back.
 class Screen {
  public:
-  Screen() : raw_input_(isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0) {}
+  // saved_ is read in the body: as a member initialiser it would be
+  // read before saved_'s own initialiser zeroes it.
+  Screen() { raw_input_ = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0; }
   ~Screen() { leave(); }
   void enter() {
     if (raw_input_) {
@@ -80,7 +82,7 @@ class Screen {
   bool raw_input() const { return raw_input_; }
 
  private:
-  bool raw_input_;
+  bool raw_input_ = false;
   bool entered_ = false;
   termios saved_{};
 };

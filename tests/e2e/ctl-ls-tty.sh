@@ -35,7 +35,7 @@ both_measured() {
 }
 wait_for "both jobs measured, the free share known" 30 both_measured
 
-start_terminal 100 20
+start_terminal 100 50  # tall enough for a whole job record (JSON) on screen
 run_in_terminal "gpushare-ctl ls"
 screen >"$scratch/ls"
 expect_grep '^ID +NAME +CLASS +GPU +MEMORY +SPEED +SOLO/FREE +HOLD +STATE$' "$scratch/ls"

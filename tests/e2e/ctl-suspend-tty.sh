@@ -30,7 +30,7 @@ expect_grep "^gpushare-ctl: suspended job $id: 512MiB of 512MiB moved, [0-9.]+[K
   "$scratch/screen"
 
 run_in_terminal "gpushare-ctl resume opp >/dev/null"
-expect_grep '^end-of-run 0$' "$scratch/screen"
+expect_grep '^end-of-run-[0-9]+ 0$' "$scratch/screen"
 expect_grep "^gpushare-ctl: resumed job $id: 512MiB of 512MiB moved, [0-9.]+[KMG]?i?B/s, [0-9]+s\$" \
   "$scratch/screen"
 
