@@ -186,21 +186,12 @@ bool json_lines(const std::string& format) {
   return format == "jsonl" || (format == "auto" && !isatty(STDOUT_FILENO));
 }
 
-namespace {
-bool g_progress_shown = false;
-}  // namespace
-
 void progress(const std::string& line) {
   if (!isatty(STDERR_FILENO)) return;
-  std::cerr << '\r' << gpushare::diag::program_name() << ": " << gpushare::diag::printable(line)
-            << "\x1b[K" << std::flush;
-  g_progress_shown = true;
-}
-
-void progress_end() {
-  if (!g_progress_shown) return;
-  std::cerr << "\r\x1b[K" << std::flush;
-  g_progress_shown = false;
+  // Whole lines: the jobs the probe runs write to this stderr too, and a
+  // line rewritten in place would run into theirs.
+  std::cerr << gpushare::diag::program_name() + ": " + gpushare::diag::printable(line) + "\n"
+            << std::flush;
 }
 
 std::string record_text(const nlohmann::ordered_json& record) {

@@ -83,10 +83,9 @@ void install_stop_handlers();
 /// not a terminal.
 bool json_lines(const std::string& format);
 
-/// A progress line on stderr, rewritten in place, when stderr is a
-/// terminal (nothing otherwise); progress_end() clears it.
+/// A progress line on stderr when stderr is a terminal (nothing
+/// otherwise): a whole line per step, as the jobs' own output shares it.
 void progress(const std::string& line);
-void progress_end();
 
 /// A record as "key  value" lines for people: sizes in units, nested
 /// values as JSON.

@@ -260,15 +260,8 @@ ordered_json pair_record(const std::string& setting, std::size_t first, std::siz
 }
 
 int fail(const std::string& message) {
-  progress_end();
   gpushare::diag::error(message);
   return exit_status::kFailure;
-}
-
-// Stopped by a signal: the progress line goes, the status says which.
-int fail_signal() {
-  progress_end();
-  return 128 + g_stop_signal;
 }
 
 // The arguments, checked before anything runs.
@@ -343,7 +336,7 @@ int run_interference(const ProbeOptions& options) {
   };
   std::vector<Speed> solo;
   for (std::size_t i = 0; i < n; ++i) {
-    if (g_stop_signal != 0) return fail_signal();
+    if (g_stop_signal != 0) return 128 + g_stop_signal;
     say(label(i) + " alone");
     auto speeds = run_together(ctx, {i}, {false});
     if (!speeds) return fail(speeds.error().message);
@@ -353,7 +346,7 @@ int run_interference(const ProbeOptions& options) {
   Matrices matrices = empty_matrices(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = i + 1; j < n; ++j) {
-      if (g_stop_signal != 0) return fail_signal();
+      if (g_stop_signal != 0) return 128 + g_stop_signal;
       say(label(i) + "+" + label(j) + ", uncontrolled");
       auto together = run_together(ctx, {i, j}, {false, false});
       if (!together) return fail(together.error().message);
@@ -379,7 +372,6 @@ int run_interference(const ProbeOptions& options) {
       }
     }
   }
-  progress_end();
   if (g_stop_signal != 0) return 128 + g_stop_signal;
   if (!jsonl) std::cout << table(options, solo, matrices) << std::flush;
   if (options.plot) {

@@ -150,7 +150,6 @@ gpushare::Result<CapRun> run_cap(gpushare::probe::GpuApi& api,
 }
 
 int fail(const std::string& message, int status = exit_status::kFailure) {
-  progress_end();
   gpushare::diag::error(message);
   return status;
 }
@@ -194,13 +193,16 @@ int run_memory(const ProbeOptions& options) {
   gpushare::JsonLinesWriter writer(std::cout);
   std::uint64_t peak = 0;
   double shown_s = now_s();
+  bool shown_once = false;
   auto on_sample = [&](std::size_t, pid_t, const gpushare::probe::MemorySample& sample,
                        const std::vector<std::uint64_t>& per_device) {
     if (options.summary_only || !jsonl) {
       // Nothing on stdout until the end: how far the run is, on stderr.
       double t = now_s();
       peak = std::max(peak, sample.mem_bytes);
-      if (t - shown_s >= 0.25) {
+      // From 2 s on, every 5 s.
+      if (t - shown_s >= (shown_once ? 5.0 : 2.0)) {
+        shown_once = true;
         shown_s = t;
         progress("memory: " + std::to_string(static_cast<long long>(sample.t_ms / 1000)) +
                  "s, " + gpushare::format_size(sample.mem_bytes) + " now, peak " +
@@ -215,7 +217,6 @@ int run_memory(const ProbeOptions& options) {
   };
   auto runs =
       run_sampled(**gpu, *uuids, {*plan}, {parsed->interval_ms, parsed->duration_ms}, on_sample);
-  progress_end();
   if (!runs) return fail(runs.error().message);
   if (runs->exec_errno != 0) {
     return fail("'" + runs->failed_command + "': " + std::strerror(runs->exec_errno),
@@ -246,8 +247,7 @@ int run_memory(const ProbeOptions& options) {
                                            trace.elapsed_ms / 1000));
       auto run =
           run_cap(**gpu, *uuids, options, *parsed, cap, summary.mem_bytes, speed_of(summary));
-      progress_end();
-      if (!run) return fail(run.error().message);
+          if (!run) return fail(run.error().message);
       points.push_back(run->point);
       if (options.summary_only) continue;
       if (jsonl) {
