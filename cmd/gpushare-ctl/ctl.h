@@ -2,6 +2,7 @@
 // coordinator; verbs.cc talks to it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +13,9 @@ namespace gpushare::ctl {
 struct CtlOptions {
   std::string verb;
   std::string socket_path;  ///< empty: the default (GPUSHARE_SOCKET, ...)
-  std::string format = "json";
+  /// auto (a short table on a terminal, JSON Lines otherwise), json,
+  /// wide (every column), table (wide's old name)
+  std::string format = "auto";
   std::string timeout = "10s";  ///< client verbs: connect and each reply
   std::string job;
   std::vector<std::string> properties;
@@ -46,6 +49,14 @@ int metrics(const CtlOptions& options);
 /// (and lets a paused job run). Both wait for the move unless --no-wait.
 int suspend(const CtlOptions& options);
 int resume(const CtlOptions& options);
+
+/// Live view of the node (top.cc): refuses a stdout that is not a terminal.
+int top(const CtlOptions& options);
+
+/// "json", "short" or "wide": what --format means for this stdout.
+std::string resolved_format(const std::string& format);
+/// Columns of the terminal on stdout (100 when it cannot tell).
+std::size_t terminal_width();
 
 /// The socket to use: --socket, else the default rules of socket_path.h.
 /// Empty when the default does not fit a socket address.

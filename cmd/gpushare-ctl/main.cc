@@ -2,7 +2,8 @@
 //
 // main() parses into CtlOptions and hands the verb to its function: serve
 // (serve.cc) runs the coordinator; ls, show, node, set, pause, resume,
-// suspend, watch and metrics (verbs.cc) send one request each and print JSON Lines or a table.
+// suspend, watch and metrics (verbs.cc) send one request each and print JSON Lines, or a
+// table on a terminal; top (top.cc) draws the node live on a terminal.
 //
 // Exit status: 0 success; 1 failure at run time (no coordinator, unknown
 // job, refused request); 2 usage error.
@@ -29,6 +30,7 @@ int run(const ctl::CtlOptions& options) {
   if (verb == "suspend") return ctl::suspend(options);
   if (verb == "watch") return ctl::watch(options);
   if (verb == "metrics") return ctl::metrics(options);
+  if (verb == "top") return ctl::top(options);
   gpushare::diag::error("unknown verb '" + verb + "'");
   return gpushare::exit_status::kUsage;
 }
@@ -46,8 +48,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   auto add_format = [&](CLI::App* verb) {
-    verb->add_option("--format", options.format, "Output: json or table")
-        ->check(CLI::IsMember({"json", "table"}))
+    verb->add_option("--format", options.format,
+                     "Output: auto (a table on a terminal, else json), json, wide or table")
+        ->check(CLI::IsMember({"auto", "json", "wide", "table"}))
         ->capture_default_str();
   };
   auto add_job = [&](CLI::App* verb) {
@@ -116,6 +119,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_format(watch);
   app.add_subcommand("metrics", "Print the node's state as Prometheus metrics");
+  CLI::App* top = app.add_subcommand("top", "Show the node's jobs live on a terminal");
+  top->add_option("--interval", options.interval, "Time between refreshes")->capture_default_str();
 
   // Global options (--socket, --timeout) are taken after the verb too
   // ("gpushare-ctl serve --socket PATH"), as people write them both ways.

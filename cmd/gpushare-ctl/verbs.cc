@@ -2,10 +2,12 @@
 // sample), and prints the records of the reply as JSON Lines or a table.
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,7 @@
 #include "common/units.h"
 #include "coord/contract/socket_path.h"
 #include "coord/ctl/ctl_client.h"
+#include "coord/ctl/progress.h"
 #include "coord/ctl/set_properties.h"
 #include "coord/contract/metrics_text.h"
 #include "ctl.h"
@@ -29,8 +32,12 @@ using Records = std::vector<ordered_json>;
 enum class Shape { kJobs, kNode };
 
 void print(const Records& records, const std::string& format, Shape shape) {
-  if (format == "table") {
-    std::cout << (shape == Shape::kNode ? node_table(records) : job_table(records)) << std::flush;
+  std::string form = resolved_format(format);
+  if (form == "short" || form == "wide") {
+    std::string table = shape == Shape::kNode ? node_table(records)
+                        : form == "wide"      ? job_table(records)
+                                              : job_table_short(records, terminal_width());
+    std::cout << table << std::flush;
     return;
   }
   JsonLinesWriter writer(std::cout);
@@ -81,6 +88,18 @@ int request_and_print(const CtlOptions& options, const coord::Request& request, 
 }
 
 }  // namespace
+
+std::string resolved_format(const std::string& format) {
+  if (format == "table") return "wide";  // its name before wide and the short table
+  if (format == "auto") return isatty(STDOUT_FILENO) ? "short" : "json";
+  return format;
+}
+
+std::size_t terminal_width() {
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 20) return size.ws_col;
+  return 100;
+}
 
 std::string socket_path(const CtlOptions& options, bool* private_directory) {
   std::string path = options.socket_path;
@@ -142,9 +161,11 @@ enum class Moved { kDone, kTimedOut, kExited, kError };
 
 // Polls job `id` every 10 ms (the job's client thread ticks as often) while
 // it is `moving`, until `deadline`. *records holds the last answer.
+// `on_poll` sees each answer (the progress line).
 Moved poll_until_moved(coord::ctl::CtlConnection& connection, const CtlOptions& options,
                        const std::string& id, const std::string& moving,
-                       std::chrono::steady_clock::time_point deadline, Result<Records>* records) {
+                       std::chrono::steady_clock::time_point deadline, Result<Records>* records,
+                       const std::function<void(const ordered_json&)>& on_poll) {
   while (*records && (*records)->size() == 1 && (*records)->front().value("state", "") == moving) {
     if (std::chrono::steady_clock::now() >= deadline) return Moved::kTimedOut;
     pollfd none{-1, 0, 0};
@@ -152,9 +173,56 @@ Moved poll_until_moved(coord::ctl::CtlConnection& connection, const CtlOptions& 
     Result<Records> next = connection.request(coord::ShowRequest{id}, timeout_of(options));
     if (!next && !still_registered(connection, options, id)) return Moved::kExited;
     *records = std::move(next);
+    if (*records && (*records)->size() == 1) on_poll((*records)->front());
   }
   return *records ? Moved::kDone : Moved::kError;
 }
+
+// Progress of a move on a terminal's stderr (nothing when stderr is not a
+// terminal): one line rewritten in place from the first second on, at
+// most four times a second, then a last line with what moved.
+class MoveReporter {
+ public:
+  MoveReporter(std::string verb, std::string id, const ordered_json& start)
+      : verb_(std::move(verb)), id_(std::move(id)), start_(start),
+        began_(std::chrono::steady_clock::now()), on_(isatty(STDERR_FILENO) != 0) {}
+  void update(const ordered_json& now) {
+    if (!on_) return;
+    auto t = std::chrono::steady_clock::now();
+    if (t - began_ < std::chrono::seconds(1) || t - shown_ < std::chrono::milliseconds(250)) return;
+    shown_ = t;
+    std::string line = diag::program_name() + ": " + move_progress_line(verb_, id_, progress(now),
+                                                                         elapsed());
+    std::cerr << '\r' << line << "\x1b[K" << std::flush;
+    drawn_ = true;
+  }
+  // `done`: the move finished; otherwise the line just ends, before the error.
+  void finish(const ordered_json& now, bool done) {
+    if (!drawn_) return;
+    if (!done) {
+      std::cerr << '\n' << std::flush;
+      return;
+    }
+    std::cerr << '\r' << diag::program_name() << ": "
+              << move_progress_line(verb_ == "suspending" ? "suspended" : "resumed", id_,
+                                    progress(now), elapsed())
+              << "\x1b[K\n"
+              << std::flush;
+  }
+
+ private:
+  MoveProgress progress(const ordered_json& now) const {
+    return move_progress(start_, now, verb_ == "suspending");
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+  }
+  std::string verb_, id_;
+  ordered_json start_;
+  std::chrono::steady_clock::time_point began_, shown_{};
+  bool on_;
+  bool drawn_ = false;
+};
 
 // Sends a suspend or resume, then waits while the job is `moving`
 // (suspending, resuming) unless --no-wait: the job's interposer moves the
@@ -179,9 +247,13 @@ int move_and_wait(const CtlOptions& options, const coord::Request& request,
   // The job's id, so that polling follows this job even if names change.
   std::string id =
       records && records->size() == 1 ? records->front().value("id", ordered_json(0)).dump() : "";
+  ordered_json start = records && records->size() == 1 ? records->front() : ordered_json();
+  MoveReporter reporter(moving, id, start);
   Moved moved = options.no_wait || !records
                     ? (records ? Moved::kDone : Moved::kError)
-                    : poll_until_moved(*connection, options, id, moving, deadline, &records);
+                    : poll_until_moved(*connection, options, id, moving, deadline, &records,
+                                       [&](const ordered_json& now) { reporter.update(now); });
+  if (records && records->size() == 1) reporter.finish(records->front(), moved == Moved::kDone);
   switch (moved) {
     case Moved::kError:
       diag::error(records.error().message);
@@ -269,7 +341,7 @@ int watch(const CtlOptions& options) {
       diag::error(records.error().message);
       return exit_status::kFailure;
     }
-    if (options.format == "table") {
+    if (resolved_format(options.format) != "json") {
       if (sample > 1) std::cout << '\n';
       print(*records, options.format, Shape::kJobs);
     } else {

@@ -4,11 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
+#include "common/diag.h"
 #include "common/units.h"
 #include "probe.h"
 
@@ -176,6 +180,40 @@ Result<Runs> run_sampled(gpushare::probe::GpuApi& api, const std::vector<std::st
   if (!traces) return traces.error();
   runs.traces = std::move(*traces);
   return runs;
+}
+
+bool json_lines(const std::string& format) {
+  return format == "jsonl" || (format == "auto" && !isatty(STDOUT_FILENO));
+}
+
+void progress(const std::string& line) {
+  if (!isatty(STDERR_FILENO)) return;
+  // Whole lines: the jobs the probe runs write to this stderr too, and a
+  // line rewritten in place would run into theirs.
+  std::cerr << gpushare::diag::program_name() + ": " + gpushare::diag::printable(line) + "\n"
+            << std::flush;
+}
+
+std::string record_text(const nlohmann::ordered_json& record) {
+  std::size_t width = 0;
+  for (const auto& [key, value] : record.items()) width = std::max(width, key.size());
+  std::string out;
+  for (const auto& [key, value] : record.items()) {
+    if (key == "kind" || key == "version") continue;
+    std::string text;
+    bool bytes = key.size() > 6 && key.compare(key.size() - 6, 6, "_bytes") == 0;
+    if (bytes && value.is_number_unsigned()) {
+      text = gpushare::format_size(value.get<std::uint64_t>());
+    } else if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_null()) {
+      text = "-";
+    } else {
+      text = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
+    out += key + std::string(width - key.size() + 2, ' ') + gpushare::diag::printable(text) + "\n";
+  }
+  return out;
 }
 
 gpushare::Status write_file(const std::string& path, const std::string& text) {

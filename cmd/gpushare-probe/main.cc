@@ -32,6 +32,11 @@ void add_memory(CLI::App& app, ProbeOptions& options) {
   memory->add_option("--plot", options.plot, "Draw the curve (and caps) as SVG")->type_name("FILE");
   memory->add_flag("--summary", options.summary_only,
                    "Print only the profile record (a job for gpushare-place)");
+  memory
+      ->add_option("--format", options.format,
+                    "Output: auto (text on a terminal, else jsonl), jsonl or text")
+      ->check(CLI::IsMember({"auto", "jsonl", "text"}))
+      ->capture_default_str();
   memory->add_option("--name", options.name, "Job name (default: the command's name)")
       ->type_name("NAME");
   memory->add_option("command", options.command, "The command and its arguments")
@@ -53,8 +58,10 @@ void add_interference(CLI::App& app, ProbeOptions& options) {
   interference->add_option("--interval", options.interval, "Sampling interval")
       ->type_name("DUR")
       ->capture_default_str();
-  interference->add_option("--format", options.format, "Output: jsonl or table")
-      ->check(CLI::IsMember({"jsonl", "table"}))
+  interference
+      ->add_option("--format", options.format,
+                   "Output: auto (a table on a terminal, else jsonl), jsonl or table")
+      ->check(CLI::IsMember({"auto", "jsonl", "table"}))
       ->capture_default_str();
   interference->add_option("--plot", options.plot, "Draw the matrices as an SVG heat map")
       ->type_name("FILE");
@@ -88,6 +95,11 @@ int main(int argc, char** argv) {
   ProbeOptions options;
   CLI::App* device = app.add_subcommand("device", "Print one record per GPU");
   device->add_flag("--sim", options.sim, "Probe the installed simulated GPU");
+  device
+      ->add_option("--format", options.format,
+                   "Output: auto (a table on a terminal, else jsonl), jsonl or table")
+      ->check(CLI::IsMember({"auto", "jsonl", "table"}))
+      ->capture_default_str();
   add_memory(app, options);
   add_interference(app, options);
   add_node(app, options);

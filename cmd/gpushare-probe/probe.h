@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,9 @@ struct ProbeOptions {
   std::optional<std::string> name;      ///< memory: job name; node: node name
   std::vector<std::string> command;     ///< memory
   std::vector<std::string> jobs;        ///< interference: shell commands
-  std::string format = "jsonl";         ///< interference: jsonl or table
+  /// auto (text or a table on a terminal, JSON Lines otherwise), jsonl,
+  /// and table (device, interference) or text (memory)
+  std::string format = "auto";
   bool fragment = false;                ///< node: the [[node]] table only
   std::string window = "10s";           ///< node: utilisation window
   std::string run_duration = "5s";      ///< interference: each run's length
@@ -75,6 +78,18 @@ gpushare::Result<Runs> run_sampled(gpushare::probe::GpuApi& api,
 /// the probe then stops its jobs, reports what it saw and exits 128+N.
 extern volatile std::sig_atomic_t g_stop_signal;
 void install_stop_handlers();
+
+/// Whether records go out as JSON Lines: asked for, or (auto) stdout is
+/// not a terminal.
+bool json_lines(const std::string& format);
+
+/// A progress line on stderr when stderr is a terminal (nothing
+/// otherwise): a whole line per step, as the jobs' own output shares it.
+void progress(const std::string& line);
+
+/// A record as "key  value" lines for people: sizes in units, nested
+/// values as JSON.
+std::string record_text(const nlohmann::ordered_json& record);
 
 /// Writes `text` to `path` (replacing it); an Error names the file.
 gpushare::Status write_file(const std::string& path, const std::string& text);

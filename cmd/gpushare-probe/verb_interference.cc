@@ -33,6 +33,7 @@
 #include "coord/contract/socket_path.h"
 #include "coord/ctl/ctl_client.h"
 #include "probe.h"
+#include "probe/progress.h"
 #include "probe/svg.h"
 #include "runner/coordinator.h"
 
@@ -322,12 +323,21 @@ int run_interference(const ProbeOptions& options) {
   }
   ctx.socket = coordinator.socket();
 
-  bool jsonl = options.format == "jsonl";
+  bool jsonl = json_lines(options.format);
   gpushare::JsonLinesWriter writer(std::cout);
   const std::size_t n = options.jobs.size();
+  // Each job alone, then per pair one uncontrolled run and two under QoS.
+  const std::size_t runs = n + 3 * (n * (n - 1) / 2);
+  std::size_t run = 0;
+  const double began_ms = now_ms();
+  auto say = [&](const std::string& setting) {
+    progress(gpushare::probe::sweep_line("interference", ++run, runs, setting,
+                                         (now_ms() - began_ms) / 1000, ctx.parsed.run_ms / 1000));
+  };
   std::vector<Speed> solo;
   for (std::size_t i = 0; i < n; ++i) {
     if (g_stop_signal != 0) return 128 + g_stop_signal;
+    say(label(i) + " alone");
     auto speeds = run_together(ctx, {i}, {false});
     if (!speeds) return fail(speeds.error().message);
     solo.push_back(speeds->front());
@@ -337,6 +347,7 @@ int run_interference(const ProbeOptions& options) {
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = i + 1; j < n; ++j) {
       if (g_stop_signal != 0) return 128 + g_stop_signal;
+      say(label(i) + "+" + label(j) + ", uncontrolled");
       auto together = run_together(ctx, {i, j}, {false, false});
       if (!together) return fail(together.error().message);
       matrices.uncontrolled.cells[i][j] = relative((*together)[0], solo[i]);
@@ -346,6 +357,8 @@ int run_interference(const ProbeOptions& options) {
                      pair_record("uncontrolled", i, j, false, *together, solo));
       // Under QoS, both ways round.
       for (auto [production, opportunistic] : {std::pair{i, j}, std::pair{j, i}}) {
+        say(label(production) + "+" + label(opportunistic) + ", " + label(opportunistic) +
+            " opportunistic");
         auto qos = run_together(ctx, {production, opportunistic}, {false, true});
         if (!qos) return fail(qos.error().message);
         matrices.production.cells[production][opportunistic] =

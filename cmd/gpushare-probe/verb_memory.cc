@@ -2,6 +2,8 @@
 // device memory, prints the samples and a profile (peak, iteration floor
 // and ceiling, period, context memory, the mem_bytes to place it with),
 // then, with --caps, its speed under each memory cap.
+#include <time.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "common/jsonl.h"
 #include "common/units.h"
 #include "probe.h"
+#include "probe/progress.h"
 #include "probe/series.h"
 #include "probe/svg.h"
 
@@ -25,6 +28,12 @@ using gpushare::probe::MemorySummary;
 using nlohmann::ordered_json;
 
 double round3(double value) { return std::round(value * 1000) / 1000; }
+
+double now_s() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
 
 ordered_json optional_number(const std::optional<double>& value) {
   return value ? ordered_json(round3(*value)) : ordered_json(nullptr);
@@ -178,11 +187,29 @@ int run_memory(const ProbeOptions& options) {
   for (const auto& [key, value] : plan->environment) {
     if (key == "GPUSHARE_JOB") name = value;
   }
-  // Samples as they come, so a pipeline sees the curve live.
+  // Samples as they come, so a pipeline sees the curve live; a terminal
+  // gets the profile and the caps as text, without the samples.
+  bool jsonl = json_lines(options.format);
   gpushare::JsonLinesWriter writer(std::cout);
+  std::uint64_t peak = 0;
+  double shown_s = now_s();
+  bool shown_once = false;
   auto on_sample = [&](std::size_t, pid_t, const gpushare::probe::MemorySample& sample,
                        const std::vector<std::uint64_t>& per_device) {
-    if (options.summary_only) return;
+    if (options.summary_only || !jsonl) {
+      // Nothing on stdout until the end: how far the run is, on stderr.
+      double t = now_s();
+      peak = std::max(peak, sample.mem_bytes);
+      // From 2 s on, every 5 s.
+      if (t - shown_s >= (shown_once ? 5.0 : 2.0)) {
+        shown_once = true;
+        shown_s = t;
+        progress("memory: " + std::to_string(static_cast<long long>(sample.t_ms / 1000)) +
+                 "s, " + gpushare::format_size(sample.mem_bytes) + " now, peak " +
+                 gpushare::format_size(peak));
+      }
+      return;
+    }
     writer.write("memory-sample", 1,
                  {{"t_ms", round3(sample.t_ms)},
                   {"mem_bytes", sample.mem_bytes},
@@ -197,21 +224,38 @@ int run_memory(const ProbeOptions& options) {
   }
   const gpushare::probe::JobTrace& trace = runs->traces.front();
   MemorySummary summary = gpushare::probe::summarise_memory(trace.samples, parsed->interval_ms);
-  writer.write(
-      "memory-profile", 1,
-      profile_record(name, options.command, summary, trace, context_bytes, parsed->interval_ms));
+  ordered_json profile =
+      profile_record(name, options.command, summary, trace, context_bytes, parsed->interval_ms);
+  if (jsonl) {
+    writer.write("memory-profile", 1, profile);
+  } else {
+    std::cout << "memory profile of " << gpushare::diag::printable(name) << ":\n"
+              << record_text(profile) << std::flush;
+  }
   // Speed under each cap, one run after another.
   std::vector<CapPoint> points;
   if (!parsed->caps.empty() && !summary.touched_gpu) {
     gpushare::diag::warning("--caps: the job never used device memory; no caps to try");
   } else {
-    for (const std::string& cap : parsed->caps) {
+    // One run per cap, each about as long as the profile's run.
+    double sweep_began = now_s();
+    for (std::size_t i = 0; i < parsed->caps.size(); ++i) {
+      const std::string& cap = parsed->caps[i];
       if (g_stop_signal != 0) break;
+      progress(gpushare::probe::sweep_line("memory caps", i + 1, parsed->caps.size(),
+                                           "cap " + cap, now_s() - sweep_began,
+                                           trace.elapsed_ms / 1000));
       auto run =
           run_cap(**gpu, *uuids, options, *parsed, cap, summary.mem_bytes, speed_of(summary));
-      if (!run) return fail(run.error().message);
+          if (!run) return fail(run.error().message);
       points.push_back(run->point);
-      if (!options.summary_only) writer.write("memory-cap", 1, run->record);
+      if (options.summary_only) continue;
+      if (jsonl) {
+        writer.write("memory-cap", 1, run->record);
+      } else {
+        std::cout << "\nunder cap " << gpushare::diag::printable(cap) << ":\n"
+                  << record_text(run->record) << std::flush;
+      }
     }
   }
   if (options.plot) {

@@ -227,6 +227,8 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "gpu_ns_last_window",
                                              "held_ns_last_window",
                                              "launch_cost_ns",
+                                             "free_gpu_ns_last_window",
+                                             "free_share_ppm",
                                              "devices",
                                              "mem_device_resident_bytes",
                                              "mem_host_resident_bytes"};

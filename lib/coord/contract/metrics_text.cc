@@ -295,6 +295,19 @@ void job_compute_families(Writer& w, const Records& records) {
   each_job([&](const ordered_json& r, const Labels& l) {
     w.sample(l, field(r, "launch_cost_ns") / 1e9);
   });
+  w.family({"gpushare_job_free_gpu_seconds_last_window", "gauge",
+            "GPU time on the job's device that neither production nor processes outside "
+            "gpushare used over the last window (one second), from NVML (absent: not "
+            "measured)."});
+  each_job([&](const ordered_json& r, const Labels& l) {
+    w.sample(l, field(r, "free_gpu_ns_last_window") / 1e9);
+  });
+  w.family({"gpushare_job_free_share_ratio", "gauge",
+            "An opportunistic job's GPU time over the free GPU time of its device in the last "
+            "window (absent: not measured, or nothing was free)."});
+  each_job([&](const ordered_json& r, const Labels& l) {
+    w.sample(l, field(r, "free_share_ppm") / 1e6);
+  });
   w.family({"gpushare_job_gpu_share_limit_ratio", "gauge",
             "The most of the GPU's time the job may take now, from a static cap or the "
             "compute loop (absent: no limit)."});

@@ -361,6 +361,11 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
   r["held_ns_last_window"] = job.held_ns_last_window;
   r["launch_cost_ns"] =
       job.launch_cost_ns == 0 ? ordered_json(nullptr) : ordered_json(job.launch_cost_ns);
+  r["free_gpu_ns_last_window"] = job.free_gpu_ns_last_window
+                                     ? ordered_json(*job.free_gpu_ns_last_window)
+                                     : ordered_json(nullptr);
+  r["free_share_ppm"] =
+      job.free_share_ppm ? ordered_json(*job.free_share_ppm) : ordered_json(nullptr);
 }
 
 }  // namespace

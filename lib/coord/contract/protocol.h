@@ -159,6 +159,12 @@ struct JobView {
   std::uint64_t gpu_ns_last_window = 0;
   std::uint64_t held_ns_last_window = 0;
   std::uint64_t launch_cost_ns = 0;
+  /// Over the last window, on the job's first device: the GPU time that
+  /// neither production nor processes outside gpushare used, and (an
+  /// opportunistic job) the job's own GPU time in millionths of it; unset
+  /// where not measured (coord/server/compute/free_share.h).
+  std::optional<std::uint64_t> free_gpu_ns_last_window;
+  std::optional<std::uint64_t> free_share_ppm;
   std::vector<JobDeviceView> devices;
   std::optional<ViolationView> violation;  ///< only while the job is a violator
   /// Why the job's last suspend was refused by the job itself (empty: none).

@@ -3,8 +3,11 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "common/diag.h"
 #include "common/units.h"
 
 namespace gpushare::ctl {
@@ -17,7 +20,8 @@ std::string text(const ordered_json& record, const char* key, const char* null =
   auto it = record.find(key);
   if (it == record.end()) return "-";
   if (it->is_null()) return null;
-  if (it->is_string()) return it->get<std::string>();
+  // Names and words come from other users' jobs: escaped for the terminal.
+  if (it->is_string()) return diag::printable(it->get<std::string>());
   return it->dump();
 }
 
@@ -39,19 +43,109 @@ std::string short_uuid(const std::string& uuid) {
   return uuid.size() > 12 ? uuid.substr(0, 12) : uuid;
 }
 
+}  // namespace
+
+std::size_t display_width(std::string_view text) {
+  std::size_t width = 0;
+  for (char c : text) width += (static_cast<unsigned char>(c) & 0xc0) != 0x80;  // lead bytes
+  return width;
+}
+
+std::string fit(std::string_view text, std::size_t width) {
+  if (display_width(text) <= width) return std::string(text);
+  if (width == 0) return {};
+  std::string out;
+  std::size_t columns = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    bool lead = (static_cast<unsigned char>(text[i]) & 0xc0) != 0x80;
+    if (lead && ++columns > width - 1) break;
+    out += text[i];
+  }
+  return out + "~";
+}
+
+std::string short_size(std::uint64_t bytes) {
+  static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t index = 0;
+  while (index + 1 < std::size(kNames) && value >= 1024) {
+    value /= 1024;
+    ++index;
+  }
+  char cell[32];
+  // One decimal below 10 (1.5GiB), none above (12GiB); truncated, never
+  // more than what is there.
+  if (value < 10 && index > 0) {
+    std::snprintf(cell, sizeof cell, "%.1f%s", static_cast<double>(static_cast<int>(value * 10)) / 10,
+                  kNames[index]);
+  } else {
+    std::snprintf(cell, sizeof cell, "%.0f%s", static_cast<double>(static_cast<long long>(value)),
+                  kNames[index]);
+  }
+  std::string out = cell;
+  if (out.find(".0") != std::string::npos) out.erase(out.find(".0"), 2);
+  return out;
+}
+
+std::string short_number(double value) {
+  char cell[32];
+  if (value >= 100 || value <= -100) {
+    std::snprintf(cell, sizeof cell, "%.0f", value);
+  } else if (value >= 10 || value <= -10) {
+    std::snprintf(cell, sizeof cell, "%.1f", value);
+  } else {
+    std::snprintf(cell, sizeof cell, "%.2f", value);
+  }
+  return cell;
+}
+
+std::string render_fitted(const std::vector<std::vector<std::string>>& rows, std::size_t width,
+                          std::size_t squeeze, std::size_t min_squeeze) {
+  std::vector<std::size_t> widths;
+  for (const Row& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], display_width(row[i]));
+    }
+  }
+  std::size_t total = 0;
+  for (std::size_t w : widths) total += w + 2;
+  total = total >= 2 ? total - 2 : 0;
+  // The squeezed column gives up what the line has too much, down to its floor.
+  if (total > width && squeeze < widths.size() && widths[squeeze] > min_squeeze) {
+    std::size_t cut = std::min(total - width, widths[squeeze] - min_squeeze);
+    widths[squeeze] -= cut;
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      std::string cell = fit(row[i], widths[i]);
+      line += cell;
+      if (i + 1 < row.size()) line += std::string(widths[i] - display_width(cell) + 2, ' ');
+    }
+    out += fit(line, width) + '\n';
+  }
+  return out;
+}
+
+namespace {
+
 // Columns padded to their widest cell, two spaces apart; the last column
 // is not padded, so lines carry no trailing spaces.
 std::string render(const std::vector<Row>& rows) {
   std::vector<std::size_t> widths;
   for (const Row& row : rows) {
     widths.resize(std::max(widths.size(), row.size()));
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], display_width(row[i]));
+    }
   }
   std::string out;
   for (const Row& row : rows) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       out += row[i];
-      if (i + 1 < row.size()) out += std::string(widths[i] - row[i].size() + 2, ' ');
+      if (i + 1 < row.size()) out += std::string(widths[i] - display_width(row[i]) + 2, ' ');
     }
     out += '\n';
   }
@@ -154,6 +248,86 @@ std::string node_table(const std::vector<ordered_json>& records) {
     rows.push_back(std::move(row));
   }
   return render(rows);
+}
+
+namespace {
+
+// The first group of a UUID's hex, enough to tell a node's GPUs apart.
+std::string gpu_cell(const ordered_json& record) {
+  std::string uuid = text(record, "device");
+  if (uuid == "-" || uuid == "null") return "-";
+  std::string hex = uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid;
+  return hex.substr(0, std::min<std::size_t>(hex.find('-'), 8));
+}
+
+std::string number_cell(const ordered_json& record, const char* key, std::string unit) {
+  auto it = record.find(key);
+  if (it == record.end() || !it->is_number()) return "-";
+  return short_number(it->get<double>()) + unit;
+}
+
+}  // namespace
+
+std::string class_word(const ordered_json& record) {
+  std::string qos = text(record, "qos");
+  return qos == "production" ? "prod" : qos == "opportunistic" ? "opp" : qos;
+}
+
+std::string memory_cell(const ordered_json& record) {
+  auto used = record.find("mem_used_bytes");
+  auto limit = record.find("mem_limit_bytes");
+  std::string out = used != record.end() && used->is_number_unsigned()
+                        ? short_size(used->get<std::uint64_t>())
+                        : "-";
+  if (limit != record.end() && limit->is_number_unsigned()) {
+    return out + "/" + short_size(limit->get<std::uint64_t>());
+  }
+  return out + "/-";
+}
+
+std::string speed_cell(const ordered_json& record) {
+  return number_cell(record, "speed_per_s",
+                     text(record, "speed_unit") == "iterations" ? " it/s" : " launch/s");
+}
+
+std::string solo_or_free_cell(const ordered_json& record) {
+  if (text(record, "qos") == "opportunistic") {
+    auto share = record.find("free_share_ppm");
+    if (share != record.end() && share->is_number()) {
+      return std::to_string(static_cast<long long>(std::lround(share->get<double>() / 1e4))) +
+             "% free";
+    }
+    // No share where production (and processes outside gpushare) left
+    // less than 1/50 of the window (free_share.h): nothing to harvest.
+    auto free = record.find("free_gpu_ns_last_window");
+    auto window = record.find("window_ns");
+    if (free != record.end() && free->is_number() && window != record.end() &&
+        window->is_number() && free->get<double>() * 50 < window->get<double>()) {
+      return "none free";
+    }
+    return "-";
+  }
+  auto speed = record.find("speed_per_s");
+  auto solo = record.find("solo_speed_per_s");
+  if (speed == record.end() || solo == record.end() || !speed->is_number() ||
+      !solo->is_number() || solo->get<double>() <= 0) {
+    return "-";
+  }
+  double ratio = speed->get<double>() / solo->get<double>();
+  return std::to_string(static_cast<long long>(std::lround(ratio * 100))) + "% solo";
+}
+
+std::string state_cell(const ordered_json& record) { return state(record); }
+
+std::string job_table_short(const std::vector<ordered_json>& records, std::size_t width) {
+  std::vector<Row> rows = {
+      {"ID", "NAME", "CLASS", "GPU", "MEMORY", "SPEED", "SOLO/FREE", "HOLD", "STATE"}};
+  for (const ordered_json& r : records) {
+    if (text(r, "kind") != "job") continue;
+    rows.push_back({text(r, "id"), text(r, "name"), class_word(r), gpu_cell(r), memory_cell(r),
+                    speed_cell(r), solo_or_free_cell(r), text(r, "hold"), state(r)});
+  }
+  return render_fitted(rows, width, 1);
 }
 
 }  // namespace gpushare::ctl

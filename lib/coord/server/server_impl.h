@@ -26,6 +26,7 @@
 #include "common/units.h"
 #include "coord/contract/protocol.h"
 #include "coord/server/compute/compute_loop.h"
+#include "coord/server/compute/free_share.h"
 #include "coord/server/registry/decisions.h"
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
@@ -138,6 +139,7 @@ struct Server::Impl {
   bool accepting = true;
   RateLimitedWarning refused_warning, descriptors_warning, unread_warning, state_warning;
   std::unique_ptr<Enforcer> enforcer;  // null when not checking
+  FreeShareMeter free_share;  // the free GPU time per job, from NVML when there is one
   std::unique_ptr<MetricsEndpoint> metrics;  // --metrics-listen: null when not serving
 
   Impl(ServerOptions o, Listener l)

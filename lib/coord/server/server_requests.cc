@@ -99,6 +99,7 @@ std::string Server::Impl::metrics_text() {
   std::uint64_t now = now_ns();
   std::vector<JobView> jobs = registry.list(now);
   if (enforcer) enforcer->annotate(jobs);
+  free_share.annotate(jobs, now);
   std::vector<nlohmann::ordered_json> records;
   records.reserve(jobs.size() + 2);
   for (const JobView& job : jobs) records.push_back(job_record(job));
@@ -231,6 +232,7 @@ std::string Server::Impl::answer(const Connection& c, const Request& request) {
   if (std::holds_alternative<ListRequest>(request)) {
     std::vector<JobView> jobs = registry.list(now);
     if (enforcer) enforcer->annotate(jobs);
+    free_share.annotate(jobs, now);
     return encode_jobs(jobs);
   }
   if (std::holds_alternative<NodeRequest>(request)) return encode_node(registry.node(now));
@@ -262,6 +264,7 @@ std::string Server::Impl::answer(const Connection& c, const Request& request) {
          std::to_string(result->id) + " '" + result->name + "'");
   }
   if (enforcer) enforcer->annotate(*result);
+  free_share.annotate(*result, registry.list(now), now);
   return encode_jobs({*result});
 }
 
