@@ -4,6 +4,7 @@
 // B bytes among 2 ranks transfers for B ns (2 (N-1)/N B / speed).
 #include <catch2/catch.hpp>
 #include <memory>
+#include <string>
 
 #include "simgpu/collective.h"
 #include "simgpu/state.h"
@@ -267,4 +268,33 @@ TEST_CASE("collective: a rank that exits no longer holds the others") {
   collective_leave(node.layout.get(), 0);
   CHECK(node.layout->collectives.groups[0].comm == 0);
   CHECK(node.layout->collectives.open_ops == 0);
+}
+
+TEST_CASE("collective: a scribbled table is refused, and a stray op is dropped") {
+  Node node(2);
+  char error[256] = "";
+  CHECK(validate_layout(node.layout.get(), error, sizeof error));
+  CollectiveTable& table = node.layout->collectives;
+  table.ops[3].group_plus1 = 999;  // no such group
+  CHECK_FALSE(collective_valid(table));
+  CHECK_FALSE(validate_layout(node.layout.get(), error, sizeof error));
+  CHECK(std::string(error).find("collectives") != std::string::npos);
+  table.ops[3].group_plus1 = 0;
+  table.groups[2].comm = 7;
+  table.groups[2].world_size = 99;  // more ranks than a node has
+  CHECK_FALSE(collective_valid(table));
+  table.groups[2] = CollectiveGroup{};
+  table.ops[5].seq[0] = 1;
+  table.ops[5].device[0] = 42;  // no such device
+  CHECK_FALSE(collective_valid(table));
+  table.ops[5] = CollectiveOp{};
+  // An op whose group is free (a writer left it half-done) is dropped
+  // when settling, not followed.
+  table.ops[1].group_plus1 = 3;
+  table.ops[1].release_ns = -1;
+  table.open_ops = 1;
+  CHECK(collective_valid(table));
+  collective_settle(node.layout.get(), 10);
+  CHECK(table.ops[1].group_plus1 == 0);
+  CHECK(table.open_ops == 0);
 }
