@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/diag.h"
@@ -14,8 +15,28 @@
 
 namespace gpushare::workload {
 
+namespace {
+
+// The R-th entry of the launcher's CUDA_VISIBLE_DEVICES (R itself when it
+// is unset), for a bound rank; empty when the list has no R-th entry.
+std::string visible_entry(int r) {
+  const char* list = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (list == nullptr) return std::to_string(r);
+  std::string text = list;
+  std::size_t start = 0;
+  for (int i = 0; start <= text.size(); ++i) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (i == r) return text.substr(start, end - start);
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
 int launch_ranks(const std::vector<std::string>& arguments, int ranks,
-                 const std::string& rendezvous) {
+                 const std::string& rendezvous, bool bind) {
   std::vector<pid_t> children;
   int status_out = exit_status::kSuccess;
   pid_t launcher = getpid();
@@ -27,6 +48,18 @@ int launch_ranks(const std::vector<std::string>& arguments, int ranks,
                                      std::string("--rendezvous"), rendezvous}) {
       words.push_back(extra);
     }
+    std::string visible;
+    if (bind) {
+      visible = visible_entry(r);
+      if (visible.empty()) {
+        diag::error("--bind-gpu: rank " + std::to_string(r) +
+                    " has no GPU of its own in CUDA_VISIBLE_DEVICES");
+        status_out = exit_status::kUsage;
+        break;
+      }
+      words.push_back("--device");
+      words.push_back("0");
+    }
     std::vector<char*> argv;
     for (std::string& word : words) argv.push_back(word.data());
     argv.push_back(nullptr);
@@ -36,6 +69,7 @@ int launch_ranks(const std::vector<std::string>& arguments, int ranks,
       // the launcher reaches the ranks.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != launcher) _exit(exit_status::kFailure);
+      if (bind) setenv("CUDA_VISIBLE_DEVICES", visible.c_str(), 1);
       execv("/proc/self/exe", argv.data());
       _exit(exit_status::kCannotExecute);
     }

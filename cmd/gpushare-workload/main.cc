@@ -36,6 +36,7 @@ struct Options {
   bool per_iteration = false;
   std::string label;
   int launch = 0;  ///< --launch N: start N ranks of this command
+  bool bind_gpu = false;  ///< --bind-gpu: each rank sees only its own GPU
   std::string rendezvous;
   std::vector<std::string> rank_arguments;  ///< the command line less --launch, for the ranks
 };
@@ -47,7 +48,7 @@ double round3(double value) {
 int run(const Options& options) {
   if (options.launch > 0) {
     return gpushare::workload::launch_ranks(options.rank_arguments, options.launch,
-                                            options.rendezvous);
+                                            options.rendezvous, options.bind_gpu);
   }
   gpushare::JsonLinesWriter writer(std::cout);
   const WorkloadOptions& workload = options.workload;
@@ -230,7 +231,10 @@ std::vector<std::string> arguments_without_launch(int argc, char** argv) {
       ++i;
       continue;
     }
-    if (argument.rfind("--launch=", 0) == 0 || argument.rfind("--rendezvous=", 0) == 0) continue;
+    if (argument.rfind("--launch=", 0) == 0 || argument.rfind("--rendezvous=", 0) == 0 ||
+        argument == "--bind-gpu") {
+      continue;
+    }
     if (argument == "--rendezvous") {  // each rank gets the launcher's
       ++i;
       continue;
@@ -328,9 +332,13 @@ int main(int argc, char** argv) {
   app.add_option("--allreduce", allreduce,
                  "Bytes all-reduced among the ranks at the end of each step")
       ->capture_default_str();
-  app.add_option("--launch", options.launch, "Start N ranks of this job, rank R on device R")
+  auto* launch =
+      app.add_option("--launch", options.launch, "Start N ranks of this job, rank R on device R")
           ->check(CLI::Range(1, 8))
           ->excludes(rank);
+  app.add_flag("--bind-gpu", options.bind_gpu,
+               "With --launch: each rank sees only its own GPU (CUDA_VISIBLE_DEVICES)")
+      ->needs(launch);
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
