@@ -4,6 +4,7 @@
 # every step ends with an all-reduce, so a plain (no gpushare) job on rank
 # 1's device slows rank 0 as much as rank 1, while a job on device 1 does
 # not slow a single-process job on device 0. A rank killed stops the job.
+# With --bind-gpu each rank sees only its own GPU.
 . "$(dirname "$0")/common.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
 export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_DEVICES=2
@@ -69,6 +70,28 @@ wait "$launcher" || status=$?
 [ "$status" != 0 ] || fail "the launcher succeeded though rank 1 was killed"
 grep -q "rank 1 failed" "$scratch/killed.err" || fail "the launcher did not say rank 1 failed: $(cat "$scratch/killed.err")"
 pgrep -f -- "--rendezvous launch-$launcher" >/dev/null && fail "a rank outlived its launcher's failure"
+
+# --bind-gpu: rank R sees only the R-th GPU the launcher sees. With the
+# launcher seeing "1,0", rank 0 runs on physical GPU 1 and rank 1 on GPU 0.
+CUDA_VISIBLE_DEVICES=1,0 "$workload" --launch 2 --bind-gpu --allreduce 1MB "${step[@]}" \
+  --stop-file "$scratch/stop-bound" --iterations 100000000 >/dev/null 2>"$scratch/bound.err" &
+bound=$!
+placed=""
+for _ in $(seq 400); do
+  r0=$(pgrep -P "$bound" -f -- "--rank 0 " | head -1 || true)
+  r1=$(pgrep -P "$bound" -f -- "--rank 1 " | head -1 || true)
+  if [ -n "$r0" ] && [ -n "$r1" ]; then
+    placed=$("$libexec/tests/gpushare-nvml-smi" | jq -sc '[.[] | [.processes[]?.pid]]' || true)
+    [ "$placed" = "[[$r1],[$r0]]" ] && break
+  fi
+  sleep 0.05
+done
+touch "$scratch/stop-bound"
+wait "$bound" || fail "the bound gang failed: $(cat "$scratch/bound.err")"
+[ "$placed" = "[[$r1],[$r0]]" ] ||
+  fail "bound ranks 0 ($r0) and 1 ($r1) are not on GPUs 1 and 0: processes per GPU $placed"
+CUDA_VISIBLE_DEVICES=1 expect_exit 2 "$workload" --launch 2 --bind-gpu --iterations 1
+grep -q "rank 1 has no GPU of its own" "$scratch/err" || fail "no message for a rank without a GPU"
 
 # Usage: a rank not below the world size.
 expect_exit 2 "$workload" --rank 2 --world-size 2 --iterations 1
