@@ -3,7 +3,10 @@
 // (LD_LIBRARY_PATH=P/lib/gpushare/sim) and on a real one.
 //
 // main() parses into WorkloadOptions and calls run(), which runs the
-// workload (workload.cc) and prints JSON Lines.
+// workload (workload.cc) and prints JSON Lines; with --launch N, run()
+// starts N ranks of itself instead (launcher.cc), as torchrun does.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -18,6 +21,7 @@
 #include "common/jsonl.h"
 #include "common/kernel_trace.h"
 #include "common/units.h"
+#include "launcher.h"
 #include "workload.h"
 
 namespace {
@@ -31,6 +35,10 @@ struct Options {
   gpushare::KernelTrace trace;
   bool per_iteration = false;
   std::string label;
+  int launch = 0;  ///< --launch N: start N ranks of this command
+  bool bind_gpu = false;  ///< --bind-gpu: each rank sees only its own GPU
+  std::string rendezvous;
+  std::vector<std::string> rank_arguments;  ///< the command line less --launch, for the ranks
 };
 
 double round3(double value) {
@@ -38,22 +46,35 @@ double round3(double value) {
 }
 
 int run(const Options& options) {
+  if (options.launch > 0) {
+    return gpushare::workload::launch_ranks(options.rank_arguments, options.launch,
+                                            options.rendezvous, options.bind_gpu);
+  }
   gpushare::JsonLinesWriter writer(std::cout);
+  const WorkloadOptions& workload = options.workload;
   auto labelled = [&](nlohmann::ordered_json fields) {
     if (!options.label.empty()) fields["label"] = options.label;
+    if (workload.rank >= 0) {
+      fields["rank"] = workload.rank;
+      fields["world_size"] = workload.world_size;
+    }
     return fields;
   };
   // Per-iteration records as they happen, so a pipeline sees progress.
   auto on_iteration = [&](const gpushare::workload::IterationSample& sample) {
     if (!options.per_iteration) return;
-    writer.write("workload-iteration", 1,
-                 labelled({{"iteration", sample.iteration},
+    nlohmann::ordered_json fields = labelled({{"iteration", sample.iteration},
                            {"iteration_ms", round3(sample.iteration_ms)},
                            {"t_ms", round3(sample.t_ms)},
                            {"gpu_ms", round3(sample.gpu_ms)},
                            {"mem_bytes", sample.mem_bytes},
                            {"sync_every", sample.sync_every},
-                           {"synced", sample.synced}}));
+                           {"synced", sample.synced}});
+    if (workload.rank >= 0) {
+      fields["step"] = sample.iteration;
+      fields["allreduce_wait_ms"] = round3(sample.allreduce_wait_ms);
+    }
+    writer.write("workload-iteration", 1, fields);
   };
   auto result = gpushare::workload::run_workload(options.workload, on_iteration);
   if (!result) {
@@ -76,6 +97,7 @@ int run(const Options& options) {
                          {"peak_mem_bytes", result->peak_mem_bytes},
                          {"verified_bytes", result->verified_bytes},
                          {"verifications", result->verifications},
+                         {"allreduces", result->allreduces},
                          {"checksum", checksum}}));
   return gpushare::exit_status::kSuccess;
 }
@@ -155,6 +177,73 @@ bool load_trace(Options* options) {
   return true;
 }
 
+// --rank R --world-size N, or torchrun's RANK, WORLD_SIZE and LOCAL_RANK
+// when no --rank is given; a rank uses device LOCAL_RANK (R when given on
+// the command line) unless --device says otherwise.
+bool rank_from_environment(Options* options, bool rank_given, bool device_given) {
+  WorkloadOptions& workload = options->workload;
+  int local_rank = workload.rank;
+  if (!rank_given && options->launch == 0) {
+    const char* rank = std::getenv("RANK");
+    const char* world = std::getenv("WORLD_SIZE");
+    const char* local = std::getenv("LOCAL_RANK");
+    if (rank == nullptr || world == nullptr) return true;  // a single process
+    auto number = [](const char* text, int low, int high, int* value) {
+      char* end = nullptr;
+      long parsed = std::strtol(text, &end, 10);
+      if (*text == '\0' || *end != '\0' || parsed < low || parsed > high) return false;
+      *value = static_cast<int>(parsed);
+      return true;
+    };
+    if (!number(world, 1, 8, &workload.world_size) ||
+        !number(rank, 0, workload.world_size - 1, &workload.rank) ||
+        (local != nullptr && !number(local, 0, 7, &local_rank))) {
+      gpushare::diag::error("RANK, WORLD_SIZE or LOCAL_RANK: not a rank of at most 8 ("
+                            "RANK=" + std::string(rank) + ", WORLD_SIZE=" + world + ")");
+      return false;
+    }
+    if (local == nullptr) local_rank = workload.rank;
+    if (options->rendezvous.empty()) {
+      const char* master = std::getenv("MASTER_PORT");
+      if (master != nullptr) options->rendezvous = std::string("torchrun-") + master;
+    }
+  }
+  if (workload.rank < 0) return true;
+  if (workload.rank >= workload.world_size) {
+    gpushare::diag::error("--rank: " + std::to_string(workload.rank) + " is not below --world-size " +
+                          std::to_string(workload.world_size));
+    gpushare::diag::usage_hint();
+    return false;
+  }
+  if (!device_given) workload.device = local_rank;
+  if (options->rendezvous.empty()) options->rendezvous = "gpushare-workload";
+  workload.comm = gpushare::workload::comm_of(options->rendezvous);
+  return true;
+}
+
+// The command line for the ranks: argv less --launch N and --rendezvous
+// NAME (or their --x=V forms).
+std::vector<std::string> arguments_without_launch(int argc, char** argv) {
+  std::vector<std::string> kept;
+  for (int i = 1; i < argc; ++i) {
+    std::string argument = argv[i];
+    if (argument == "--launch") {
+      ++i;
+      continue;
+    }
+    if (argument.rfind("--launch=", 0) == 0 || argument.rfind("--rendezvous=", 0) == 0 ||
+        argument == "--bind-gpu") {
+      continue;
+    }
+    if (argument == "--rendezvous") {  // each rank gets the launcher's
+      ++i;
+      continue;
+    }
+    kept.push_back(argument);
+  }
+  return kept;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,6 +318,27 @@ int main(int argc, char** argv) {
                  "With several --sync-every figures: move to the next after this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 31536000.0));
+  std::string allreduce = "0";
+  auto* rank = app.add_option("--rank", workload.rank,
+                              "This process's rank in a multi-process job (with --world-size)")
+                   ->check(CLI::Range(0, 7));
+  auto* world = app.add_option("--world-size", workload.world_size,
+                               "Ranks in the job: each step ends with an all-reduce among them")
+                    ->check(CLI::Range(1, 8))
+                    ->needs(rank);
+  rank->needs(world);
+  app.add_option("--rendezvous", options.rendezvous,
+                 "Name the ranks of one job share (default: gpushare-workload)");
+  app.add_option("--allreduce", allreduce,
+                 "Bytes all-reduced among the ranks at the end of each step")
+      ->capture_default_str();
+  auto* launch =
+      app.add_option("--launch", options.launch, "Start N ranks of this job, rank R on device R")
+          ->check(CLI::Range(1, 8))
+          ->excludes(rank);
+  app.add_flag("--bind-gpu", options.bind_gpu,
+               "With --launch: each rank sees only its own GPU (CUDA_VISIBLE_DEVICES)")
+      ->needs(launch);
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
@@ -245,6 +355,18 @@ int main(int argc, char** argv) {
     return gpushare::exit_status::kUsage;
   }
   if (!parse_sync_every(sync_every, &workload.sync_every)) return gpushare::exit_status::kUsage;
+  if (!parse_size_option("--allreduce", allreduce, &workload.allreduce_bytes)) {
+    return gpushare::exit_status::kUsage;
+  }
+  if (!rank_from_environment(&options, app.count("--rank") > 0, app.count("--device") > 0)) {
+    return gpushare::exit_status::kUsage;
+  }
+  if (options.launch > 0) {
+    options.rank_arguments = arguments_without_launch(argc, argv);
+    if (options.rendezvous.empty()) {
+      options.rendezvous = "launch-" + std::to_string(getpid());
+    }
+  }
   if (!options.trace_path.empty() && !load_trace(&options)) return gpushare::exit_status::kUsage;
   workload.alloc = alloc == "managed" ? AllocKind::kManaged
                                       : (alloc == "async" ? AllocKind::kAsync : AllocKind::kPlain);

@@ -70,10 +70,16 @@ std::uint64_t fnv1a(std::uint64_t hash, const unsigned char* data, std::size_t b
   return hash;
 }
 
+// The simulated GPU's collective (simgpu/collective.h) in its own module
+// format, which a real driver refuses: a multi-process job needs NCCL there.
+constexpr char kAllreduceModule[] = "gpushare-sim-module 1\nkernel gpushare_allreduce 0\n";
+constexpr char kAllreduceKernelName[] = "gpushare_allreduce";
+
 struct Device {
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;
   CUfunction spin = nullptr;
+  CUfunction allreduce = nullptr;
   CUevent start = nullptr;
   CUevent end = nullptr;
   void* staging = nullptr;
@@ -90,6 +96,17 @@ Status open_device(const WorkloadOptions& options, Device* device) {
   WORKLOAD_TRY(check(cuModuleLoadData(&module, kernels::kSpinPtx), "cuModuleLoadData"));
   WORKLOAD_TRY(check(cuModuleGetFunction(&device->spin, module, kernels::kSpinKernelName),
                      std::string("cuModuleGetFunction(") + kernels::kSpinKernelName + ")"));
+  if (options.allreduce_bytes > 0) {
+    CUmodule collectives = nullptr;
+    CUresult loaded = cuModuleLoadData(&collectives, kAllreduceModule);
+    if (loaded != CUDA_SUCCESS) {
+      return make_error("cuModuleLoadData(gpushare_allreduce): " + cuda_error_name(loaded) +
+                        " (the all-reduce is the simulated GPU's stand-in for NCCL's: a real "
+                        "GPU's job needs NCCL)");
+    }
+    WORKLOAD_TRY(check(cuModuleGetFunction(&device->allreduce, collectives, kAllreduceKernelName),
+                       std::string("cuModuleGetFunction(") + kAllreduceKernelName + ")"));
+  }
   WORKLOAD_TRY(check(cuStreamCreate(&device->stream, CU_STREAM_DEFAULT), "cuStreamCreate"));
   WORKLOAD_TRY(check(cuEventCreate(&device->start, CU_EVENT_DEFAULT), "cuEventCreate"));
   WORKLOAD_TRY(check(cuEventCreate(&device->end, CU_EVENT_DEFAULT), "cuEventCreate"));
@@ -383,6 +400,22 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
                                " us)"));
       }
     }
+    // The gradients' all-reduce, after the step's kernels, as DDP's last
+    // bucket is reduced once the backward pass ends.
+    std::chrono::steady_clock::time_point allreduce_at{};
+    if (device.allreduce != nullptr) {
+      unsigned long long bytes = options.allreduce_bytes;
+      unsigned long long comm = options.comm;
+      unsigned rank = static_cast<unsigned>(options.rank < 0 ? 0 : options.rank);
+      unsigned world = static_cast<unsigned>(options.world_size);
+      void* collective_params[] = {&bytes, &comm, &rank, &world};
+      allreduce_at = std::chrono::steady_clock::now();
+      WORKLOAD_TRY(check(cuLaunchKernel(device.allreduce, 1, 1, 1, 1, 1, 1, 0, device.stream,
+                                        collective_params, nullptr),
+                         "cuLaunchKernel(gpushare_allreduce, " + std::to_string(bytes) +
+                             " bytes)"));
+      ++result.allreduces;
+    }
     if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));
     bool synced = ++in_group >= sync_every;
     float gpu_ms = 0;
@@ -395,6 +428,8 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     }
     auto end = std::chrono::steady_clock::now();
     double iteration_ms = ms_between(start, end);
+    double allreduce_wait_ms =
+        device.allreduce != nullptr && synced ? ms_between(allreduce_at, end) : 0;
     // steady_clock is CLOCK_MONOTONIC on Linux (libstdc++): comparable
     // between processes on one machine.
     double t_ms = std::chrono::duration<double, std::milli>(end.time_since_epoch()).count();
@@ -403,7 +438,8 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     result.kernels += kernels;
     result.peak_mem_bytes = std::max(result.peak_mem_bytes, mem_bytes);
     if (on_iteration)
-      on_iteration({iteration, iteration_ms, t_ms, gpu_ms, mem_bytes, sync_every, synced});
+      on_iteration(
+          {iteration, iteration_ms, t_ms, gpu_ms, mem_bytes, sync_every, synced, allreduce_wait_ms});
     if (options.verify_every > 0 && (iteration + 1) % options.verify_every == 0) {
       WORKLOAD_TRY(verify_working_set(device, working_set));
       ++result.verifications;
@@ -419,6 +455,15 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
     WORKLOAD_TRY(release(options.alloc, chunk, device.stream));
   WORKLOAD_TRY(check(cuStreamSynchronize(device.stream), "cuStreamSynchronize"));
   return result;
+}
+
+std::uint64_t comm_of(const std::string& rendezvous) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : rendezvous) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return hash != 0 ? hash : 1;
 }
 
 Summary summarise(const WorkloadResult& result) {

@@ -60,6 +60,14 @@ struct WorkloadOptions {
   /// every sync_switch_s seconds, in a cycle, at a synchronisation.
   std::vector<long> sync_every = {1};
   double sync_switch_s = 0;
+  /// A rank of a data-parallel job (world_size > 1, or rank given): each
+  /// iteration ends its kernels with an all-reduce of allreduce_bytes on
+  /// communicator `comm` (the simulated GPU's gpushare_allreduce, NCCL's
+  /// stand-in; a real GPU refuses it), before the synchronisation.
+  int rank = -1;  ///< -1: not a rank of a multi-process job
+  int world_size = 1;
+  std::uint64_t comm = 0;
+  std::uint64_t allreduce_bytes = 0;
 };
 
 struct IterationSample {
@@ -72,6 +80,10 @@ struct IterationSample {
   std::uint64_t mem_bytes;
   long sync_every;  ///< the synchronisation pattern the iteration ran under
   bool synced;      ///< it ended with a synchronisation
+  /// With an all-reduce: host time from its launch to the end of the
+  /// iteration's synchronisation (the all-reduce and what was queued
+  /// before it); 0 without.
+  double allreduce_wait_ms;
 };
 
 struct WorkloadResult {
@@ -84,7 +96,12 @@ struct WorkloadResult {
   std::uint64_t checksum = 0;
   long kernels = 0;
   long verifications = 0;  ///< data checks passed, the last one included
+  long allreduces = 0;
 };
+
+/// The communicator id of a rendezvous name (FNV-1a, never 0): ranks that
+/// name the same rendezvous meet.
+std::uint64_t comm_of(const std::string& rendezvous);
 
 /// Called after each iteration (for --per-iteration output).
 using IterationCallback = std::function<void(const IterationSample&)>;

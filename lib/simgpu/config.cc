@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "simgpu/collective.h"
 #include "vocab/size.h"
 
 namespace gpushare::simgpu {
@@ -162,6 +163,31 @@ bool read_link(EnvLookup lookup, void* context, SimConfig* config, const Reporte
   return true;
 }
 
+// GPUSHARE_SIM_GPU_LINK and GPUSHARE_SIM_GPU_LINK_GBPS: the link between
+// GPUs that collectives use (collective.h).
+bool read_gpu_link(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
+  config->gpu_link_bytes_per_s = kNvlinkBytesPerS;
+  config->gpu_link_latency_ns = kNvlinkLatencyNs;
+  if (const char* text = lookup("GPUSHARE_SIM_GPU_LINK", context)) {
+    if (std::strcmp(text, "pcie") == 0) {
+      config->gpu_link_bytes_per_s = kPcieP2pBytesPerS;
+      config->gpu_link_latency_ns = kPcieP2pLatencyNs;
+    } else if (std::strcmp(text, "nvlink") != 0) {
+      return report.fail("GPUSHARE_SIM_GPU_LINK", text, "is neither 'nvlink' nor 'pcie'");
+    }
+  }
+  if (const char* text = lookup("GPUSHARE_SIM_GPU_LINK_GBPS", context)) {
+    const char* why = nullptr;
+    std::uint64_t milli = 0;  // thousandths of a GB/s: MB/s
+    if (!parse_milli(text, &milli, &why)) return report.fail("GPUSHARE_SIM_GPU_LINK_GBPS", text, why);
+    if (milli < 1 || milli > 100'000'000) {
+      return report.fail_range("GPUSHARE_SIM_GPU_LINK_GBPS", text, "0.001 to 100000 (GB/s)");
+    }
+    config->gpu_link_bytes_per_s = milli * 1'000'000;
+  }
+  return true;
+}
+
 // GPUSHARE_SIM_SCHED, GPUSHARE_SIM_TIMESLICE, GPUSHARE_SIM_SWITCH_US and
 // GPUSHARE_SIM_SWITCH_COLD_US.
 bool read_scheduling(EnvLookup lookup, void* context, SimConfig* config, const Reporter& report) {
@@ -283,6 +309,7 @@ bool load_config(EnvLookup lookup, void* context, SimConfig* config, char* error
   }
 
   if (!read_link(lookup, context, config, report)) return false;
+  if (!read_gpu_link(lookup, context, config, report)) return false;
 
   config->managed_slowdown_milli = kDefaultManagedSlowdownMilli;
   if (const char* text = lookup("GPUSHARE_SIM_MANAGED_SLOWDOWN", context)) {

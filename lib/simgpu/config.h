@@ -38,6 +38,10 @@ struct SimConfig {
   /// A cap on managed-memory migrations below the link's speed
   /// (GPUSHARE_SIM_MIGRATE_BANDWIDTH); 0: none.
   std::uint64_t migrate_bytes_per_s;
+  /// The GPU-to-GPU link collectives use (GPUSHARE_SIM_GPU_LINK: nvlink or
+  /// pcie, GPUSHARE_SIM_GPU_LINK_GBPS; defaults in collective.h).
+  std::uint64_t gpu_link_bytes_per_s;
+  std::int64_t gpu_link_latency_ns;
   /// Whether an allocation that does not fit evicts managed memory
   /// (GPUSHARE_SIM_EVICT).
   bool evict;

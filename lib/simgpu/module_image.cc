@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "simgpu/collective.h"
+
 namespace gpushare::simgpu {
 namespace {
 
@@ -22,7 +24,8 @@ void init_kernel(KernelInfo* kernel, const char* name, std::size_t length, std::
   std::memcpy(kernel->name, name, length);
   kernel->name[length] = '\0';
   kernel->spin = std::strcmp(kernel->name, kSpinKernelName) == 0;
-  kernel->duration_ns = kernel->spin ? 0 : ns;
+  kernel->collective = std::strcmp(kernel->name, kAllreduceKernelName) == 0;
+  kernel->duration_ns = kernel->spin || kernel->collective ? 0 : ns;
 }
 
 bool append(ModuleImage* module, int* capacity) {

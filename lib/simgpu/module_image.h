@@ -10,7 +10,8 @@
 //   - cubin (ELF) and fatbin images: opaque; every name is a kernel of the
 //     default duration.
 // Whatever the format, a kernel named gpushare_spin runs for the number of
-// nanoseconds in its first (u64) parameter.
+// nanoseconds in its first (u64) parameter, and one named
+// gpushare_allreduce is a collective across ranks (collective.h).
 //
 // Plain C-style code, no libstdc++: it runs inside libcuda.so.1.
 #pragma once
@@ -33,6 +34,9 @@ struct KernelInfo {
   char name[kKernelNameBytes];
   std::int64_t duration_ns;
   bool spin;  ///< gpushare_spin: the duration is its first parameter
+  /// gpushare_allreduce(u64 bytes, u64 comm, u32 rank, u32 world_size): a
+  /// collective (collective.h), NCCL's all-reduce stand-in.
+  bool collective;
 };
 
 struct ModuleImage {

@@ -62,6 +62,8 @@ void describe_devices(StateLayout* layout, const SimConfig& config) {
   layout->header.link_latency_ns = config.link_latency_ns;
   layout->header.local_bytes_per_s = config.local_bytes_per_s;
   layout->header.evict = config.evict ? 1 : 0;
+  layout->collectives.link_bytes_per_s = config.gpu_link_bytes_per_s;
+  layout->collectives.link_latency_ns = config.gpu_link_latency_ns;
   for (int i = 0; i < kMaxDevices; ++i) {
     DeviceState& device = layout->devices[i];
     device.memory_bytes = config.devices[i].memory_bytes;
@@ -227,6 +229,9 @@ bool validate_layout(const StateLayout* layout, char* error, std::size_t error_b
   }
   for (int i = 0; problem == nullptr && i < kMaxProcesses; ++i) {
     if (layout->processes[i].pid < 0) problem = "negative pid in the process table";
+  }
+  if (problem == nullptr && !collective_valid(layout->collectives)) {
+    problem = "inconsistent collectives table";
   }
   for (int i = 0; problem == nullptr && i < kMaxManaged; ++i) {
     const ManagedRecord& record = layout->managed[i];
@@ -519,10 +524,12 @@ void detach_process(StateLayout* layout, int slot_index) {
   // Its unfinished kernels die with it, as a context's work does; what ran
   // until now stays in the device's busy time.
   std::int64_t now = monotonic_ns();
+  if (layout->collectives.open_ops > 0) collective_settle(layout, now);
   for (DeviceState& device : layout->devices) {
     sched_advance(&device.sched, now);
     sched_drop(&device.sched, slot_index);
   }
+  collective_forget_slot(layout, slot_index, monotonic_ns());
   std::memset(&slot, 0, sizeof slot);
 }
 
@@ -544,7 +551,9 @@ bool config_matches(const StateLayout* layout, const SimConfig& config) {
       layout->header.link_bytes_per_s != config.link_bytes_per_s ||
       layout->header.link_latency_ns != config.link_latency_ns ||
       layout->header.local_bytes_per_s != config.local_bytes_per_s ||
-      layout->header.evict != (config.evict ? 1u : 0u)) {
+      layout->header.evict != (config.evict ? 1u : 0u) ||
+      layout->collectives.link_bytes_per_s != config.gpu_link_bytes_per_s ||
+      layout->collectives.link_latency_ns != config.gpu_link_latency_ns) {
     return false;
   }
   for (int i = 0; i < config.device_count; ++i) {
@@ -568,7 +577,11 @@ void shrink_managed_high_water(StateLayout* layout) {
 
 SchedModel* settled_model(StateLayout* layout, int device) {
   SchedModel* model = &layout->devices[device].sched;
-  sched_advance(model, monotonic_ns());
+  if (layout->collectives.open_ops > 0) {
+    collective_settle(layout, monotonic_ns());
+  } else {
+    sched_advance(model, monotonic_ns());
+  }
   return model;
 }
 

@@ -17,6 +17,9 @@
 //     context N is whichever process holds slot N (all CUDA contexts of one
 //     process on a device are one scheduling context), and a slot's
 //     unfinished kernels are dropped when the slot is released.
+//   - collectives: the communicators of multi-GPU jobs and their
+//     unfinished collectives (collective.h), which tie the devices'
+//     models together.
 //
 // Concurrency: one robust, process-shared mutex. A holder killed by SIGKILL
 // leaves it EOWNERDEAD; the next locker marks it consistent and reclaims the
@@ -41,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simgpu/collective.h"
 #include "simgpu/config.h"
 #include "simgpu/link.h"
 #include "simgpu/timeslice.h"
@@ -49,8 +53,9 @@ namespace gpushare::simgpu {
 
 inline constexpr char kStateMagic[16] = "gpushare-simgpu";
 // 2: busy intervals carry a pid; 3: a scheduler model per device;
-// 4: a copy path (link.h) per device and the link settings; 5: the
-// scheduler's cold start after a switch (timeslice.h, cold_ns)
+// 4: a copy path (link.h) per device and the link settings
+// 5: collectives across devices (collective.h), gated kernels in the model,
+//    and the scheduler's cold start after a switch (timeslice.h, cold_ns)
 inline constexpr std::uint32_t kStateLayoutVersion = 5;
 inline constexpr int kMaxProcesses = kSchedContexts;  ///< a slot is a scheduling context
 inline constexpr int kMaxManaged = 4096;
@@ -125,6 +130,7 @@ struct StateLayout {
   DeviceState devices[kMaxDevices];
   ProcessSlot processes[kMaxProcesses];
   ManagedRecord managed[kMaxManaged];
+  CollectiveTable collectives;  ///< communicators and their unfinished collectives
 };
 
 /// The mapped state file. Constant-initialisable, so a static instance in
@@ -230,7 +236,8 @@ std::uint64_t device_free(const StateLayout* layout, int device);
 void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std::uint32_t context,
                     std::uint64_t* total_bytes, std::uint64_t* host_bytes);
 
-/// Settles the device's scheduler model up to now and returns it.
+/// Settles the device's scheduler model up to now and returns it (with
+/// collectives in flight, every device's: collective.h).
 SchedModel* settled_model(StateLayout* layout, int device);
 
 /// The deterministic UUID of simulated device `index`.

@@ -95,9 +95,31 @@ void complete(SchedModel* m, int index, std::int64_t end) {
   --m->pending_count;
 }
 
+// A gated kernel before its release: spins (busy, duration untouched)
+// until min(to, limit, its release or wait bound). False, changing
+// nothing, when its release is unknown and the clock is at its bound.
+bool spin_gated(SchedModel* m, SchedKernel& k, std::int64_t to, std::int64_t limit) {
+  std::int64_t until = k.release_ns >= 0 ? k.release_ns : k.wait_bound_ns;
+  std::int64_t end = min64(min64(to, limit), until);
+  if (end <= m->now_ns) return false;
+  record_interval(m, k.context, m->now_ns, end);
+  m->now_ns = end;
+  return true;
+}
+
 // Runs the kernel at `index` from now_ns until min(to, its end, limit).
-void run_head(SchedModel* m, int index, std::int64_t to, std::int64_t limit) {
+// False when it is a gated kernel that may not run on yet (spin_gated).
+bool run_head(SchedModel* m, int index, std::int64_t to, std::int64_t limit) {
   SchedKernel& k = m->pending[index];
+  if (k.gate != 0) {
+    if (k.started_ns < 0) {  // its first run: the caller publishes the start first
+      k.started_ns = m->now_ns;
+      if (k.release_ns < 0) return false;
+    }
+    // Released before it started (the last of its peers): the transfer
+    // runs from its start.
+    if (k.release_ns < 0 || m->now_ns < k.release_ns) return spin_gated(m, k, to, limit);
+  }
   std::int64_t end = min64(min64(to, m->now_ns + k.remaining_ns), limit);
   record_interval(m, k.context, m->now_ns, end);
   std::int64_t ran = end - m->now_ns;
@@ -105,6 +127,7 @@ void run_head(SchedModel* m, int index, std::int64_t to, std::int64_t limit) {
   k.remaining_ns -= ran;
   m->now_ns = end;
   if (k.remaining_ns == 0) complete(m, index, end);
+  return true;
 }
 
 void advance_fifo(SchedModel* m, std::int64_t to) {
@@ -118,7 +141,7 @@ void advance_fifo(SchedModel* m, std::int64_t to) {
       continue;
     }
     m->resident = m->pending[0].context;
-    run_head(m, 0, to, kForever);
+    if (!run_head(m, 0, to, kForever)) return;  // a collective waits for its peers
   }
 }
 
@@ -152,7 +175,7 @@ void advance_timeslice(SchedModel* m, std::int64_t to) {
         }
         m->slice_end_ns = m->now_ns + m->slice_ns;  // alone: a fresh slice
       }
-      run_head(m, head, to, m->slice_end_ns);
+      if (!run_head(m, head, to, m->slice_end_ns)) return;  // a collective waits for its peers
       continue;
     }
     int next = next_with_work(m, m->resident);
@@ -225,8 +248,43 @@ std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
   std::int64_t duration = duration_ns > 0 ? duration_ns : 1;
   if (hold_ns > duration) hold_ns = static_cast<std::uint32_t>(duration);
   model->pending[model->pending_count++] =
-      SchedKernel{seq, duration, not_before_ns, context, hold_ns};
+      SchedKernel{seq, duration, not_before_ns, context, hold_ns, 0, 0, -1, -1, 0};
   return seq;
+}
+
+bool sched_gate(SchedModel* model, std::uint64_t seq, std::uint32_t gate) {
+  for (std::uint32_t i = 0; i < model->pending_count; ++i) {
+    SchedKernel& k = model->pending[i];
+    if (k.seq != seq) continue;
+    if (gate == 0 || k.started_ns >= 0) return false;
+    k.gate = gate;
+    k.hold_ns = 0;
+    return true;
+  }
+  return false;
+}
+
+bool sched_release(SchedModel* model, std::uint64_t seq, std::int64_t release_ns,
+                   std::int64_t wait_bound_ns) {
+  for (std::uint32_t i = 0; i < model->pending_count; ++i) {
+    SchedKernel& k = model->pending[i];
+    if (k.seq != seq) continue;
+    if (k.gate == 0) return false;
+    if (release_ns >= 0) {
+      k.release_ns = release_ns;
+    } else if (k.release_ns < 0 && wait_bound_ns > k.wait_bound_ns) {
+      k.wait_bound_ns = wait_bound_ns;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool sched_has_open_gate(const SchedModel& model) {
+  for (std::uint32_t i = 0; i < model.pending_count; ++i) {
+    if (model.pending[i].gate != 0 && model.pending[i].release_ns < 0) return true;
+  }
+  return false;
 }
 
 void sched_drop(SchedModel* model, int context) {
@@ -282,7 +340,9 @@ std::int64_t sched_projected_end(const SchedModel& model, std::uint64_t seq, Sch
   // (pending work + a switch per kernel) of its clock, so this ends.
   std::int64_t step = scratch->slice_ns * 64 + scratch->switch_ns * 64;
   while ((end = sched_end(*scratch, seq)) < 0 && scratch->pending_count > 0) {
+    std::int64_t before = scratch->now_ns;
     sched_advance(scratch, scratch->now_ns + step);
+    if (scratch->now_ns == before) return -1;  // a collective's release is unknown
   }
   return end;
 }
@@ -302,7 +362,9 @@ std::int64_t sched_next_completion(const SchedModel& model, SchedModel* scratch)
   std::uint32_t count = scratch->pending_count;
   std::uint32_t first = scratch->done_next;  // ends are recorded in time order
   while (scratch->pending_count == count) {
+    std::int64_t before = scratch->now_ns;
     sched_advance(scratch, scratch->now_ns + scratch->slice_ns + scratch->switch_ns);
+    if (scratch->now_ns == before) return -1;  // a collective's release is unknown
   }
   return scratch->done[first].end_ns;
 }

@@ -40,6 +40,17 @@
 //     switched out until they are served, so its faults take other
 //     contexts' time as well as its own (the kernel runs its hold first,
 //     as a kernel faults its pages in when it first touches them).
+//   - a kernel may be gated (a collective, collective.h): from its first
+//     run until its release (the moment every peer's matching kernel has
+//     started, on other devices) it spins, holding the device in its
+//     slices like any kernel without using up its duration; from its
+//     release on, its duration (the transfer) counts down as usual. Its
+//     release is set from outside (sched_release); until then the model
+//     only knows it is not before wait_bound_ns, and settles no further
+//     than that while the kernel is running: sched_advance stops there
+//     (now_ns < to), and the caller, having learnt more from the other
+//     devices, settles again. A gated kernel first run records started_ns
+//     and stops the settling at once, so the caller can publish the start.
 // kFifo keeps the previous model: one global queue in launch order, each
 // kernel run to completion, no switch cost.
 //
@@ -69,6 +80,13 @@ struct SchedKernel {
   /// Of the kernel's remaining time, how much still holds the device (its
   /// managed-memory fault service: the slice does not end inside it).
   std::uint32_t hold_ns;
+  /// 0: an ordinary kernel; else a collective's kernel, the caller's id
+  /// for it (see "gated" above).
+  std::uint32_t gate;
+  std::uint32_t reserved0;
+  std::int64_t started_ns;     ///< gated: when it first ran; -1 not yet
+  std::int64_t release_ns;     ///< gated: when its spin ends; -1 unknown
+  std::int64_t wait_bound_ns;  ///< gated, release unknown: it is not before this
 };
 
 struct SchedDone {
@@ -124,6 +142,21 @@ void sched_advance(SchedModel* model, std::int64_t to_ns);
 std::uint64_t sched_launch(SchedModel* model, int context, std::int64_t now_ns,
                            std::int64_t duration_ns, std::int64_t not_before_ns = 0,
                            std::uint32_t hold_ns = 0);
+
+/// Makes kernel `seq` (unfinished) gated with `gate` != 0: it spins from
+/// its first run until released (the rules above). False when no such
+/// unfinished kernel.
+bool sched_gate(SchedModel* model, std::uint64_t seq, std::uint32_t gate);
+
+/// Sets a gated kernel's release (>= 0), or while it is still unknown
+/// raises the bound it is known not to precede (release_ns < 0). False
+/// when no such unfinished gated kernel.
+bool sched_release(SchedModel* model, std::uint64_t seq, std::int64_t release_ns,
+                   std::int64_t wait_bound_ns);
+
+/// Whether an unfinished gated kernel's release is still unknown: then
+/// settling may stop short and projections need an estimate of it.
+bool sched_has_open_gate(const SchedModel& model);
 
 /// Forgets a context that is gone (its process died or detached): its
 /// unfinished kernels are dropped (they count as finished, end unknown),

@@ -126,3 +126,31 @@ TEST_CASE("why a job is held and its GPU time of the last window are metrics", "
   job.launch_cost_ns = 0;
   CHECK_THAT(text_of(job), !Catch::Contains("gpushare_job_launch_cost_seconds{"));
 }
+
+using nlohmann::ordered_json;
+
+TEST_CASE("a job on several GPUs has its ranks' steps in its record and metrics",
+          "[coord][metrics][ranks]") {
+  JobView job = a_job();
+  ordered_json one_gpu = job_record(job);
+  CHECK(one_gpu.find("ranks") == one_gpu.end());  // a one-GPU job's record is as before
+  CHECK(one_gpu.find("step_ms") == one_gpu.end());
+  job.ranks.push_back(RankView{101, {"GPU-aa"}, 300, 62.5});
+  job.ranks.push_back(RankView{102, {"GPU-bb"}, 299, 50});
+  ordered_json record = job_record(job);
+  REQUIRE(record["ranks"].size() == 2);
+  CHECK(record["ranks"][0]["pid"] == 101);
+  CHECK(record["ranks"][1]["gpus"] == ordered_json::array({"GPU-bb"}));
+  CHECK(record["ranks"][1]["iterations"] == 299);
+  CHECK(record["ranks"][0]["step_ms"] == 16.0);
+  CHECK(record["step_ms"] == 20.0);  // the slowest rank's
+  std::string text = prometheus_text({record});
+  CHECK_THAT(text, Catch::Contains(R"(gpushare_job_rank_step_seconds{job_id="7",job_name="train",)"
+                                   R"(uid="1000",gpu_uuid="GPU-bb",pid="102"} 0.02)"));
+  // A rank not measured yet: no sample for it, and no step for the job.
+  job.ranks[1].steps_per_s = -1;
+  record = job_record(job);
+  CHECK(record["step_ms"].is_null());
+  CHECK(record["ranks"][1]["step_ms"].is_null());
+  CHECK_THAT(prometheus_text({record}), !Catch::Contains(R"(pid="102"})"));
+}

@@ -347,3 +347,27 @@ TEST_CASE("one process refusing a suspend withdraws it from all and brings the r
   REQUIRE(notes.size() == 2);
   CHECK(notes[0] == "suspend of job 1 'train' refused by the job: CUDA arrays");
 }
+
+TEST_CASE("a job whose processes hold memory on two GPUs shows them as its ranks",
+          "[coord][registry][tree][ranks]") {
+  Registry registry({});
+  // A launcher that uses no GPU, then two ranks, each on its own GPU.
+  Process* launcher = *registry.add(request("train"), peer(100, kAlice), tree(7));
+  Process* rank0 = *registry.add(request("train", 4 * GiB, "GPU-a"), peer(101, kAlice), tree(7));
+  Process* rank1 = *registry.add(request("train", 4 * GiB, "GPU-b"), peer(102, kAlice), tree(7));
+  CHECK(registry.list(kNow).at(0).ranks.empty());  // nobody holds memory yet
+  publish_used(*rank0, GiB);
+  CHECK(registry.list(kNow).at(0).ranks.empty());  // one GPU: not a multi-GPU job
+  publish_used(*rank1, GiB);
+  rank0->compute.speed_per_s = 60;
+  rank0->compute.speed_in_iterations = true;
+  rank1->compute.speed_per_s = 900;  // launches, not steps: not a step rate
+  JobView view = registry.list(kNow).at(0);
+  REQUIRE(view.ranks.size() == 2);
+  CHECK(view.ranks[0].pid == 101);
+  CHECK(view.ranks[0].gpus == std::vector<std::string>{"GPU-a"});
+  CHECK(view.ranks[0].steps_per_s == 60);
+  CHECK(view.ranks[1].gpus == std::vector<std::string>{"GPU-b"});
+  CHECK(view.ranks[1].steps_per_s < 0);
+  CHECK(launcher->job_id == rank0->job_id);
+}

@@ -91,3 +91,12 @@ TEST_CASE("the state names why a job waits unless an operator alone paused it", 
   CHECK(state_of({"memory"}) == "paused (memory)\n");
   CHECK(state_of({"operator", "memory"}) == "paused (operator, memory)\n");
 }
+
+TEST_CASE("a job on several GPUs shows how many more its ranks use", "[ctl][table]") {
+  ordered_json record = job("iterations", 0);
+  record["ranks"] = ordered_json::array({{{"pid", 11}, {"gpus", {"GPU-00010203-0405"}}},
+                                         {{"pid", 12}, {"gpus", {"GPU-0a0b0c0d-0e0f"}}},
+                                         {{"pid", 13}, {"gpus", {"GPU-1a1b1c1d-1e1f"}}}});
+  CHECK_THAT(gpushare::ctl::job_table({record}), Catch::Contains("GPU-00010203+2"));
+  CHECK_THAT(gpushare::ctl::job_table({job("iterations", 0)}), !Catch::Contains("GPU-00010203+"));
+}

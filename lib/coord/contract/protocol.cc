@@ -410,6 +410,24 @@ ordered_json job_record(const JobView& job) {
     if (d.evicted_bytes != 0) devices.back()["evicted_bytes"] = d.evicted_bytes;
   }
   record["devices"] = std::move(devices);
+  if (job.ranks.size() >= 2) {  // a job on several GPUs: its ranks and its step
+    ordered_json ranks = ordered_json::array();
+    double slowest = -1;
+    bool all_measured = true;
+    for (const RankView& rank : job.ranks) {
+      double step_ms = rank.steps_per_s > 0 ? 1000.0 / rank.steps_per_s : -1;
+      ranks.push_back({{"pid", rank.pid},
+                       {"gpus", rank.gpus},
+                       {"iterations", rank.iterations},
+                       {"step_ms", measured(step_ms)}});
+      all_measured = all_measured && step_ms > 0;
+      if (step_ms > slowest) slowest = step_ms;
+    }
+    record["ranks"] = std::move(ranks);
+    // The job's step is its slowest rank's: the others wait for it at the
+    // collective that ends each step.
+    record["step_ms"] = all_measured ? measured(slowest) : ordered_json(nullptr);
+  }
   {  // the job's managed-backed memory, summed over its devices
     std::uint64_t on_device = 0, on_host = 0;
     for (const JobDeviceView& d : job.devices) {

@@ -121,6 +121,15 @@ struct ViolationView {
   std::uint64_t limit_bytes = 0;
   std::string action;  ///< warn | pause | kill
 };
+/// A process of a job on several GPUs that holds memory on a GPU: one of
+/// its ranks (torchrun starts one process per GPU, all of one tree).
+struct RankView {
+  std::int64_t pid = 0;
+  std::vector<std::string> gpus;  ///< UUIDs of the GPUs it holds memory on
+  std::uint64_t iterations = 0;   ///< its steps (iteration boundaries) so far
+  double steps_per_s = -1;        ///< as the compute loop measured it; < 0: not measured
+};
+
 struct JobView {
   std::uint64_t id = 0;
   std::string name;
@@ -171,6 +180,9 @@ struct JobView {
   std::string suspend_refused;
   /// A request that changed nothing says so ("already suspended").
   std::string note;
+  /// Its ranks, when its processes hold memory on two GPUs or more (empty
+  /// otherwise: a one-GPU job's record has no "ranks").
+  std::vector<RankView> ranks;
 };
 
 /// One device as the node report shows it, with totals per class.

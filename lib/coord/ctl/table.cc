@@ -206,6 +206,26 @@ std::string gpu_last_window(const ordered_json& record) {
   return cell;
 }
 
+// The job's (first) device; a job on several GPUs adds how many more its
+// ranks use: "GPU-1a2b3c4d+3".
+std::string devices_cell(const ordered_json& record) {
+  std::string cell = short_uuid(text(record, "device"));
+  auto ranks = record.find("ranks");
+  if (ranks == record.end() || !ranks->is_array()) return cell;
+  std::vector<std::string> gpus;
+  for (const ordered_json& rank : *ranks) {
+    auto list = rank.find("gpus");
+    if (list == rank.end() || !list->is_array()) continue;
+    for (const ordered_json& gpu : *list) {
+      if (gpu.is_string() && std::find(gpus.begin(), gpus.end(), gpu.get<std::string>()) == gpus.end()) {
+        gpus.push_back(gpu.get<std::string>());
+      }
+    }
+  }
+  if (gpus.size() >= 2) cell += "+" + std::to_string(gpus.size() - 1);
+  return cell;
+}
+
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
@@ -219,7 +239,7 @@ std::string job_table(const std::vector<ordered_json>& records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back(
         {text(r, "id"), text(r, "name"), text(r, "pid"), text(r, "uid"), text(r, "qos"),
-         short_uuid(text(r, "device")), bytes(r, "mem_used_bytes"), bytes(r, "mem_limit_bytes"),
+         devices_cell(r), bytes(r, "mem_used_bytes"), bytes(r, "mem_limit_bytes"),
          text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
          with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
          percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),

@@ -31,6 +31,10 @@
 // idle device and early otherwise (the link is then reserved before the
 // kernel could use it: errs toward charging the link sooner, not less).
 //
+// Collectives: gpushare_allreduce (collective.h) is queued as a gated
+// kernel through collective_enqueue, which matches it with the other
+// ranks' kernels; its parameters come from kernelParams only.
+//
 // Back-pressure: a stream holds at most GPUSHARE_SIM_MAX_PENDING kernels
 // not yet complete; a further launch waits for the oldest, as a real
 // launch blocks when the push buffer is full. The model holds at most
@@ -96,6 +100,31 @@ CUresult spin_duration(void** params, void** extra, std::int64_t* duration_ns) {
   return CUDA_SUCCESS;
 }
 
+// gpushare_allreduce's parameters: (u64 bytes, u64 comm, u32 rank,
+// u32 world_size), from kernelParams.
+CUresult collective_call(void** params, CollectiveCall* call) {
+  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 4; ++i) {
+    if (params[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::memcpy(&call->bytes, params[0], sizeof call->bytes);
+  std::memcpy(&call->comm, params[1], sizeof call->comm);
+  std::memcpy(&call->rank, params[2], sizeof call->rank);
+  std::memcpy(&call->world_size, params[3], sizeof call->world_size);
+  return CUDA_SUCCESS;
+}
+
+CUresult refusal_status(CollectiveRefusal refusal) {
+  switch (refusal) {
+    case CollectiveRefusal::kBroken:
+      return CUDA_ERROR_LAUNCH_FAILED;
+    case CollectiveRefusal::kTableFull:
+      return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
 // The fault service a kernel of `duration_ns` pays for the share of its
 // context's managed memory that is on the host (0: none). Refreshes the
 // context's cached totals when residency changed.
@@ -134,7 +163,8 @@ std::int64_t fault_service(StateLayout* layout, int device, std::int64_t fault_n
 
 // Queues the kernel, or says until when to wait (full stream or model).
 // Requires the local lock.
-CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64_t* wait_until) {
+CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration,
+                 const CollectiveCall* collective, std::int64_t* wait_until) {
   Driver& d = sim();
   std::uint32_t max_pending = d.config.max_pending;
   if (stream->pending == nullptr) {
@@ -151,6 +181,22 @@ CUresult enqueue(Context* ctx, Stream* stream, std::int64_t duration, std::int64
   }
   Ready after = stream_earliest(stream);
   std::int64_t floor = after.floor_ns > model->now_ns ? after.floor_ns : 0;
+  if (collective != nullptr) {
+    CollectiveRefusal refusal = CollectiveRefusal::kNone;
+    std::uint64_t seq = collective_enqueue(shared.layout(), *collective, d.slot, d.pid, ctx->device,
+                                           now_ns(), floor, &refusal);
+    if (seq == 0 && refusal != CollectiveRefusal::kQueueFull) return refusal_status(refusal);
+    if (seq == 0) {
+      std::int64_t next = sched_next_completion(*model, &scheduler_scratch());
+      *wait_until = next > 0 ? next : model->now_ns + model->slice_ns;
+      return CUDA_SUCCESS;
+    }
+    oldest = seq;
+    ++stream->pending_next;
+    stream_push(stream, Ready{seq, 0});
+    *wait_until = 0;
+    return CUDA_SUCCESS;
+  }
   std::int64_t link_start = 0;
   std::int64_t hold =
       fault_service(shared.layout(), ctx->device, fault_cost(shared.layout(), ctx, duration),
@@ -200,12 +246,18 @@ CUresult launch(CUfunction handle, const Dims& dims, CUstream stream_handle, voi
         if (blocks > 1ull * sms * kMaxBlocksPerSm) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
       }
       std::int64_t duration = function->kernel.duration_ns;
+      CollectiveCall call{};
+      if (function->kernel.collective) {
+        if (CUresult status = collective_call(params, &call); status != CUDA_SUCCESS) return status;
+      }
       if (function->kernel.spin) {
         if (CUresult status = spin_duration(params, extra, &duration); status != CUDA_SUCCESS) {
           return status;
         }
       }
-      if (CUresult status = enqueue(ctx, stream, duration, &wait_until); status != CUDA_SUCCESS) {
+      if (CUresult status = enqueue(ctx, stream, duration,
+                                    function->kernel.collective ? &call : nullptr, &wait_until);
+          status != CUDA_SUCCESS) {
         return status;
       }
       if (wait_until == 0) return CUDA_SUCCESS;

@@ -108,6 +108,9 @@ __attribute__((destructor)) void on_unload() {
   __atomic_store_n(&d.init_state, kDeinitialised, __ATOMIC_RELEASE);
   char error[kMessageBytes];
   if (d.state.lock(error, sizeof error)) {
+    // An exit, not a crash: its communicators' other ranks go on without
+    // it (a crash breaks them: collective.h).
+    collective_leave(d.state.layout(), d.slot);
     detach_process(d.state.layout(), d.slot);
     d.state.unlock();
   }

@@ -12,6 +12,9 @@
 //     until then without holding any lock, and asks again; it returns once
 //     the settled model says the work is done. It never spins: each round
 //     sleeps until a time the model computed, which is later than now.
+// With collectives waiting for peers on other devices, the projection
+// estimates their releases from those devices (collective.h) and is not
+// reused: the peers' progress changes it without a launch here.
 // The copy a projection needs is large, so there is one per process, used
 // only while holding the state lock (which serialises its users), and the
 // last projection is reused while no launch has changed the model.
@@ -21,6 +24,7 @@ namespace gpushare::simgpu::driver {
 namespace {
 
 SchedModel g_scratch;
+SchedModel g_scratch2;  // a collective's projection needs two
 
 // The last projection: with no launch on the device since (the model's
 // next sequence number unchanged), settling it again would give the same
@@ -68,6 +72,12 @@ std::int64_t projected_time(StateLayout* layout, int device, Ready ready) {
   SchedModel* model = settled_model(layout, device);
   std::int64_t end = settled_end(*model, ready);
   if (end >= 0) return end;
+  if (sched_has_open_gate(*model)) {  // the peers' devices decide: no reuse
+    end = collective_projected_end(layout, device, ready.seq, &g_scratch, &g_scratch2);
+    // Unknown (a deadlock, or a table scribbled on): look again a slice on.
+    if (end < 0) end = model->now_ns + model->slice_ns;
+    return max64(end, ready.floor_ns);
+  }
   Projection& last = g_last_projection;
   if (last.device == device && last.seq == ready.seq && last.next_seq == model->next_seq) {
     end = last.end;

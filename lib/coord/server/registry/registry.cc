@@ -361,7 +361,34 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     view.devices.push_back(std::move(d));
   }
   suspend_view(job, &view);  // suspend state and suspended bytes
+  rank_view(job, &view);
   return view;
+}
+
+// A job on several GPUs: each process holding memory on a GPU is a rank
+// (every rank of torchrun's registers every GPU it sees, so where it holds
+// memory says which is its own). A job on one GPU gets no ranks.
+void Registry::rank_view(const Job& job, JobView* view) const {
+  std::vector<RankView> ranks;
+  std::vector<std::string> gpus;
+  for (std::uint64_t key : job.processes) {
+    const Process& process = processes_.at(key);
+    const TelemetryPage& telemetry = process.block->telemetry();
+    RankView rank;
+    rank.pid = process.pid;
+    for (std::size_t i = 0; i < process.devices.size() && i < kMaxDevices; ++i) {
+      if (telemetry.devices[i].mem_used_bytes.load(std::memory_order_relaxed) == 0) continue;
+      rank.gpus.push_back(process.devices[i].uuid);
+      if (std::find(gpus.begin(), gpus.end(), rank.gpus.back()) == gpus.end()) {
+        gpus.push_back(rank.gpus.back());
+      }
+    }
+    if (rank.gpus.empty()) continue;  // a launcher, or a rank not started yet
+    rank.iterations = telemetry.iterations.load(std::memory_order_relaxed);
+    rank.steps_per_s = process.compute.speed_in_iterations ? process.compute.speed_per_s : -1;
+    ranks.push_back(std::move(rank));
+  }
+  if (gpus.size() >= 2 && ranks.size() >= 2) view->ranks = std::move(ranks);
 }
 
 std::vector<JobView> Registry::list(std::uint64_t now_ns) const {

@@ -178,6 +178,7 @@ class Registry {
   Result<Job*> resolve(std::string_view selector, std::string* reason,
                        const Caller* caller = nullptr) const;
   JobView view(const Job& job, std::uint64_t now_ns) const;
+  void rank_view(const Job& job, JobView* view) const;
   Job& start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree);
   Job* tree_job(const TreeProof& tree, uid_t uid);
   void restore(Job& job, const Decision& decision);
