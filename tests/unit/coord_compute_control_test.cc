@@ -193,14 +193,14 @@ TEST_CASE("compute control protects production and harvests within about a secon
   CHECK(harvest >= 0.7 * device.best_harvest());
 }
 
-TEST_CASE("compute control holds opportunistic jobs to the floor while it profiles a new production job") {
+TEST_CASE("compute control holds opportunistic jobs while it profiles a new production job") {
   FakeDevice device(1);
   auto controller = make_device_controller(ComputePolicy::kGpushare);
   device.run(*controller);
   device.run(*controller);
   CHECK(controller->status().phase == "profile");
-  CHECK(device.opp_limits[0].compute_cap_ppm == 1);
-  CHECK(device.opp_limits[0].launch_budget == kNoLimit);
+  CHECK(device.opp_limits[0].launch_budget == 0);
+  CHECK(device.opp_limits[0].max_queued == 1);
 }
 
 TEST_CASE("compute control tolerates noise in the production period") {

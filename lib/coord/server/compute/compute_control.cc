@@ -18,9 +18,8 @@
 //   free        no production job active (none, or none launched for
 //               idle_after): opportunistic jobs run unthrottled.
 //   profile     a production job became active and its solo speed is not
-//               known: opportunistic jobs are held to its gaps (a share of
-//               1 ppm: nothing beside its busy mark, nothing where no gap
-//               is known) while its speed is measured, for at least
+//               known: opportunistic jobs are held (budget 0, one queued
+//               launch) while its speed is measured, for at least
 //               min_eval and min_iterations iterations, after settle
 //               and, for a job that just started, after its first 500 ms
 //               (its set-up's synchronisations are not steps).
@@ -355,14 +354,13 @@ class GpushareController : public DeviceController {
     ComputeLimits limits;
     if (phase_ == Phase::kFree) return limits;
     if (phase_ == Phase::kProfile) {
-      // The floor's share, not a hold: the opportunistic jobs keep to the
-      // production job's gaps (which no level limits) and queue nothing
-      // beside its busy mark, so its "solo" speed is measured as the loop
-      // can keep it. Measured with them held outright, it was faster than
-      // any level could give back, and the loop cut to its floor and
-      // re-profiled over the next second or two (GPT-2 beside GPT-2 on the
-      // simulator: 0.53 of the pair without gpushare in the first 2.4 s).
-      limits.compute_cap_ppm = 1;
+      // Held outright, so that the solo speed is the job's alone. (Held to
+      // its gaps instead, the solo figure took in what the gaps' work
+      // costs it, and the loop no longer saw it: GPT-2's production at
+      // 0.94-0.95 of its true solo speed on a loaded simulator.)
+      limits.launch_budget = 0;
+      limits.launch_window_ns = t_.window_ns;
+      limits.max_queued = 1;
       return limits;
     }
     limits.compute_cap_ppm =
