@@ -87,7 +87,8 @@ RestorePlan plan_restore(const StateLayout* layout, int slot_index, const UuidPa
   return chip_differs ? RestorePlan::kChipType : RestorePlan::kOk;
 }
 
-void checkpoint_release(StateLayout* layout, int slot_index, std::uint64_t data_bytes[kMaxDevices]) {
+void checkpoint_release(StateLayout* layout, int slot_index,
+                        std::uint64_t data_bytes[kMaxDevices]) {
   ProcessSlot& slot = layout->processes[slot_index];
   for (int d = 0; d < kMaxDevices; ++d) {
     std::uint64_t overhead =

@@ -85,8 +85,8 @@ int run_job(int argc, char** argv) {
   const char* ready = option(argc, argv, "--ready", nullptr);
   double seconds = std::atof(option(argc, argv, "--seconds", "2"));
   const char* stop = option(argc, argv, "--stop", nullptr);
-  unsigned long long kernel_ns = 1000ull * std::strtoull(option(argc, argv, "--kernel-us", "2000"),
-                                                        nullptr, 10);
+  unsigned long long kernel_ns =
+      1000ull * std::strtoull(option(argc, argv, "--kernel-us", "2000"), nullptr, 10);
   if (ready == nullptr || bytes < 8) return 2;
   CUdevice device = 0;
   CUcontext ctx = nullptr;
@@ -140,7 +140,10 @@ int run_hold(int argc, char** argv) {
       dlsym(RTLD_DEFAULT, "gpushare_sim_hold_driver_lock"));
   if (hold == nullptr) return 1;
   // The ready file is written by the callback, with the lock held.
-  return hold(ms, [](const char* path) { return write_ready(path) ? 0 : 1; }, ready) == 0 ? 0 : 1;
+  return hold(
+             ms, [](const char* path) { return write_ready(path) ? 0 : 1; }, ready) == 0
+             ? 0
+             : 1;
 }
 
 int run_stats() {
@@ -154,9 +157,10 @@ int run_stats() {
   for (int i = 0; i < count; ++i) {
     unsigned long long used = 0, total = 0, busy = 0, kernels = 0;
     if (stats(i, &used, &total, &busy, &kernels) != 0) return 1;
-    std::printf("{\"kind\":\"ckpt-stats\",\"version\":1,\"device\":%d,\"uuid\":\"%s\","
-                "\"used_bytes\":%llu,\"kernels\":%llu}\n",
-                i, uuid_text(i).c_str(), used, kernels);
+    std::printf(
+        "{\"kind\":\"ckpt-stats\",\"version\":1,\"device\":%d,\"uuid\":\"%s\","
+        "\"used_bytes\":%llu,\"kernels\":%llu}\n",
+        i, uuid_text(i).c_str(), used, kernels);
   }
   return 0;
 }
@@ -207,9 +211,10 @@ int run_ctl(int argc, char** argv) {
   } else {
     return 2;
   }
-  std::printf("{\"kind\":\"ckpt-ctl\",\"version\":1,\"action\":\"%s\",\"result\":\"%s\","
-              "\"wall_ms\":%lld%s}\n",
-              action.c_str(), name_of(status), now_ms() - began, extra.c_str());
+  std::printf(
+      "{\"kind\":\"ckpt-ctl\",\"version\":1,\"action\":\"%s\",\"result\":\"%s\","
+      "\"wall_ms\":%lld%s}\n",
+      action.c_str(), name_of(status), now_ms() - began, extra.c_str());
   return status == CUDA_SUCCESS ? 0 : 1;
 }
 

@@ -70,7 +70,8 @@ static_assert(static_cast<int>(CU_PROCESS_STATE_LOCKED) == kCheckpointLocked);
 static_assert(static_cast<int>(CU_PROCESS_STATE_CHECKPOINTED) == kCheckpointCheckpointed);
 static_assert(static_cast<int>(CU_PROCESS_STATE_FAILED) == kCheckpointFailed);
 
-constexpr std::int64_t kCallerLookNs = 100'000'000;  // how often a waiting caller checks the process
+constexpr std::int64_t kCallerLookNs =
+    100'000'000;  // how often a waiting caller checks the process
 
 long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* timeout) {
   return syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
@@ -240,13 +241,13 @@ CUresult do_restore() {
     std::uint32_t physical = layout->header.device_count;
     for (int i = 0; i < kMaxDevices; ++i) {
       int to = slot.restore_map[i];
-      map[i] = static_cast<std::int8_t>(to >= 0 && static_cast<std::uint32_t>(to) < physical ? to
-                                                                                            : -1);
+      map[i] =
+          static_cast<std::int8_t>(to >= 0 && static_cast<std::uint32_t>(to) < physical ? to : -1);
     }
     std::uint64_t data[kMaxDevices] = {};
     for (int i = 0; i < kMaxDevices; ++i) {
-      std::uint64_t overhead =
-          static_cast<std::uint64_t>(slot.saved_contexts[i]) * layout->devices[i].ctx_overhead_bytes;
+      std::uint64_t overhead = static_cast<std::uint64_t>(slot.saved_contexts[i]) *
+                               layout->devices[i].ctx_overhead_bytes;
       int to = map[i] >= 0 ? map[i] : i;
       if (slot.saved_bytes[i] > overhead) data[to] += slot.saved_bytes[i] - overhead;
     }
@@ -439,9 +440,9 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
 }
 
 SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs* args) {
-  if (CUresult status =
-          check_reserved(args, offsetof(CUcheckpointRestoreArgs, reserved),
-                         sizeof(CUcheckpointRestoreArgs) - offsetof(CUcheckpointRestoreArgs, reserved));
+  if (CUresult status = check_reserved(
+          args, offsetof(CUcheckpointRestoreArgs, reserved),
+          sizeof(CUcheckpointRestoreArgs) - offsetof(CUcheckpointRestoreArgs, reserved));
       status != CUDA_SUCCESS) {
     return status;
   }
