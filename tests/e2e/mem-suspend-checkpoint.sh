@@ -6,6 +6,8 @@
 # finishes with every iteration run and its data verified. ls and show say
 # which path the suspend took; with the checkpoint off (serve --checkpoint
 # off) the older path is taken (suspend_path "memory") and the context stays.
+# A coordinator killed while the job is checkpointed leaves it so; resume
+# through the next one restores it.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
@@ -45,6 +47,19 @@ gpushare-ctl resume train >"$scratch/resume.json" 2>"$scratch/resume.err" ||
 jq -e '.state == "running"' "$scratch/resume.json" >/dev/null || fail "resume: $(cat "$scratch/resume.json")"
 [ "$(nvml .memory.used_bytes)" -ge $((1024 * MiB)) ] || fail "not back on the GPU"
 wait_for "the job training again" 20 show_has train ".iterations > $held + 5"
+
+# A coordinator that dies leaves the job checkpointed (nobody but a resume
+# undoes it); the next one finds it so in the driver when asked to resume.
+gpushare-ctl suspend train >/dev/null || fail "the second suspend"
+[ "$(nvml .memory.used_bytes)" -eq 0 ] || fail "the second suspend left bytes on the GPU"
+stop_coordinator KILL
+LD_LIBRARY_PATH="$libexec/sim" start_coordinator
+wait_for "the job registered again" 20 show_has train ".pid == $train_pid"
+[ "$(nvml .memory.used_bytes)" -eq 0 ] || fail "the job came back without a resume"
+held=$(gpushare-ctl show train | jq -r .iterations)
+gpushare-ctl resume train >"$scratch/resume.json" 2>"$scratch/resume.err" ||
+  fail "resume after a coordinator died: $(cat "$scratch/resume.json" "$scratch/resume.err")"
+wait_for "the job training after the coordinator died" 20 show_has train ".iterations > $held + 5"
 touch "$scratch/stop"
 wait "$train" || fail "the job failed: $(cat "$scratch/train.err")"
 jq -se 'map(select(.kind == "workload-summary"))[0] as $s |

@@ -91,6 +91,7 @@ struct CheckpointDriver::Table {
   int (*checkpoint)(int, void*) = nullptr;
   int (*restore)(int, CuRestoreArgs*) = nullptr;
   int (*unlock)(int, void*) = nullptr;
+  int (*get_state)(int, int*) = nullptr;
   int (*nvml_by_uuid)(const char*, void**) = nullptr;
   int (*nvml_memory)(void*, NvmlMemory*) = nullptr;
 };
@@ -115,7 +116,8 @@ Result<std::unique_ptr<CheckpointDriver>> CheckpointDriver::open() {
       !find(&table->lock, "cuCheckpointProcessLock") ||
       !find(&table->checkpoint, "cuCheckpointProcessCheckpoint") ||
       !find(&table->restore, "cuCheckpointProcessRestore") ||
-      !find(&table->unlock, "cuCheckpointProcessUnlock")) {
+      !find(&table->unlock, "cuCheckpointProcessUnlock") ||
+      !find(&table->get_state, "cuCheckpointProcessGetState")) {
     return make_error(
         "the CUDA driver has no process checkpoint (cuCheckpointProcess*: "
         "driver 570 or later)");
@@ -208,6 +210,11 @@ int CheckpointDriver::lock(pid_t pid, unsigned timeout_ms) const {
 int CheckpointDriver::checkpoint(pid_t pid) const {
   return table_->checkpoint(static_cast<int>(pid), nullptr);
 }
+int CheckpointDriver::state(pid_t pid) const {
+  int value = -1;
+  return table_->get_state(static_cast<int>(pid), &value) == 0 ? value : -1;
+}
+
 int CheckpointDriver::unlock(pid_t pid) const {
   return table_->unlock(static_cast<int>(pid), nullptr);
 }
@@ -302,7 +309,17 @@ CheckpointOutcome run_plan(const CheckpointDriver& driver, const CheckpointPlan&
     }
     if (plan.work == CheckpointWork::kSuspending) return CheckpointOutcome{"", elapsed()};
   }
+  if (resuming) {
+    // As the driver has each process: a resume also mends what a
+    // coordinator that died left (a process locked only, or running).
+    for (std::size_t i = 0; i < n; ++i) {
+      int now = driver.state(plan.processes[i].pid);
+      if (now == 1) stage[i] = kLocked;
+      if (now == 0) stage[i] = kRunning;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) {
+    if (stage[i] != kCheckpointed) continue;
     const auto& pairs = plan.work == CheckpointWork::kMigrating
                             ? plan.processes[i].pairs
                             : std::vector<std::pair<std::string, std::string>>{};
@@ -312,7 +329,9 @@ CheckpointOutcome run_plan(const CheckpointDriver& driver, const CheckpointPlan&
     }
     stage[i] = plan.work == CheckpointWork::kMigrating ? kMoved : kLocked;
   }
-  for (std::size_t i = 0; i < n; ++i) driver.unlock(plan.processes[i].pid);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (stage[i] != kRunning) driver.unlock(plan.processes[i].pid);
+  }
   return CheckpointOutcome{"", elapsed()};
 }
 
@@ -527,7 +546,20 @@ bool start_checkpoint_resume(Registry& registry, Checkpointer& checkpointer,
         refuse(reason, kReasonBusy, describe_job(job) + " is being suspended; resume it after");
     return true;
   }
-  if (!job.checkpointed) return false;
+  if (!job.checkpointed) {
+    // Left locked or checkpointed by a coordinator that died?
+    if (job.checkpoint_work != CheckpointWork::kNone || checkpointer.busy() ||
+        !checkpointer.driver()) {
+      return false;
+    }
+    const CheckpointDriver& driver = **checkpointer.driver();
+    bool left = false;
+    for (std::uint64_t key : job.processes) {
+      int state = driver.state(registry.process(key)->pid);
+      left = left || state == 1 || state == 2;
+    }
+    if (!left) return false;
+  }
   if (!checkpointer.driver()) {
     *answer = refuse(reason, kReasonInternal, "the CUDA driver went away");
     return true;

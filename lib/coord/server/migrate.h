@@ -76,6 +76,9 @@ class CheckpointDriver {
   /// Onto the GPUs the pairs (old UUID, new UUID) name; none: in place.
   int restore(pid_t pid, const std::vector<std::pair<std::string, std::string>>& pairs) const;
   int unlock(pid_t pid) const;
+  /// The process's CUprocessState (0 running, 1 locked, 2 checkpointed,
+  /// 3 failed); -1 when the driver cannot say (no such CUDA process).
+  int state(pid_t pid) const;
   std::string error_name(int code) const;
 
  private:
@@ -148,6 +151,8 @@ bool start_checkpoint_suspend(Registry& registry, Checkpointer& checkpointer,
                               std::uint64_t now_ns, std::string* reason, Result<JobView>* answer);
 /// The resume of a job suspended through the checkpoint: true with the
 /// answer in *answer; false when the job was not (the caller resumes it).
+/// A job that a coordinator which died left locked or checkpointed (this
+/// one did not do it) is found by asking the driver, and resumed too.
 bool start_checkpoint_resume(Registry& registry, Checkpointer& checkpointer,
                              const PauseRequest& request, const Caller& caller,
                              std::uint64_t now_ns, std::string* reason, Result<JobView>* answer);
