@@ -36,6 +36,20 @@ jq -e '.state == "suspended" and .suspend_path == "checkpoint" and
 gpushare-ctl ls | jq -e 'select(.name == "train") | .suspend_path == "checkpoint"' >/dev/null ||
   fail "ls does not say how it was suspended"
 held=$(gpushare-ctl show train | jq -r .iterations)
+# The memory loop counts nothing of it on the GPU: an opportunistic job of
+# 1 GiB, which would have to spill beside its 1 GiB, keeps no target.
+gpushare-run --sim --opportunistic --name opp -- "$w" --mem 1GiB --iterations 100000 \
+  --stop-file "$scratch/stop-opp" >"$scratch/opp.out" 2>&1 &
+opp=$!
+wait_for "the opportunistic job's memory on the GPU" 20 \
+  show_has opp ".mem_device_resident_bytes == $((1024 * MiB))"
+deadline=$(( $(now_ms) + 500 ))
+while [ "$(now_ms)" -lt "$deadline" ]; do
+  show_has opp '.devices[0].device_resident_target == null' ||
+    fail "the checkpointed job's memory counted on the GPU: $(gpushare-ctl show opp)"
+done
+touch "$scratch/stop-opp"
+wait "$opp" || fail "the opportunistic job failed: $(cat "$scratch/opp.out")"
 # All but a context's worth of the GPU: fits only while train holds nothing.
 gpushare-run --sim --name urgent -- "$w" --mem 1700MiB --iterations 20 >"$scratch/urgent.out" 2>&1 ||
   fail "the urgent job failed: $(cat "$scratch/urgent.out")"

@@ -34,7 +34,7 @@ rm -f "$state"
 expect_exit 0 "$client" init
 printf '\x63\x00\x00\x00' | dd of="$state" bs=1 seek=16 conv=notrunc status=none
 expect_exit 1 "$client" init
-expect_grep "$state has state layout version 99, but this simulator reads version 4" "$scratch/err"
+expect_grep "$state has state layout version 99, but this simulator reads version 5" "$scratch/err"
 
 # Inconsistent contents behind a valid header: refused, not trusted.
 rm -f "$state"
