@@ -647,14 +647,14 @@ std::optional<std::string> MigrationPolicy::tick(Registry& registry, Checkpointe
     }
     if (devices != 1 || !production.count(on)) continue;
     std::string reason;
-    Result<JobView> started =
-        start_migration(registry, checkpointer, MigrateRequest{std::to_string(job.id), idle.front()},
-                        Caller{0, 0, 0, {}}, now_ns, &reason);
+    Result<JobView> started = start_migration(registry, checkpointer,
+                                              MigrateRequest{std::to_string(job.id), idle.front()},
+                                              Caller{0, 0, 0, {}}, now_ns, &reason);
     std::string who = "job " + std::to_string(job.id) + " '" + job.name + "'";
     if (!started) {
       refused_until_[job.id] = now_ns + kRetryNs;
-      return "migration policy: a production job uses " + on + "; not moving opportunistic " +
-             who + " to idle " + idle.front() + ": " + started.error().message;
+      return "migration policy: a production job uses " + on + "; not moving opportunistic " + who +
+             " to idle " + idle.front() + ": " + started.error().message;
     }
     refused_until_.erase(job.id);
     return "migration policy: a production job uses " + on + "; moving opportunistic " + who +

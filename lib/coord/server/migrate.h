@@ -38,8 +38,8 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
