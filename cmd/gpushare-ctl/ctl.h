@@ -33,6 +33,9 @@ struct CtlOptions {
   std::string compute_policy = "gpushare";
   std::string memory_tick = "25ms";  ///< the memory loop's period
   std::string host_pause = "on";  ///< on | off (checked by main)
+  std::string checkpoint = "on";  ///< on | off: the driver's process checkpoint (migrate.h)
+  std::string migration_policy = "off";  ///< on | off: move opportunistic jobs to idle GPUs
+  std::string to;                 ///< migrate: the GPU, an index or a UUID
   std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
 };
 
@@ -49,6 +52,9 @@ int metrics(const CtlOptions& options);
 /// (and lets a paused job run). Both wait for the move unless --no-wait.
 int suspend(const CtlOptions& options);
 int resume(const CtlOptions& options);
+/// Moves a running job to another GPU through the driver's process
+/// checkpoint; waits for the move unless --no-wait.
+int migrate(const CtlOptions& options);
 
 /// Live view of the node (top.cc): refuses a stdout that is not a terminal.
 int top(const CtlOptions& options);

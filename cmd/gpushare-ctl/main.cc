@@ -2,8 +2,8 @@
 //
 // main() parses into CtlOptions and hands the verb to its function: serve
 // (serve.cc) runs the coordinator; ls, show, node, set, pause, resume,
-// suspend, watch and metrics (verbs.cc) send one request each and print JSON Lines, or a
-// table on a terminal; top (top.cc) draws the node live on a terminal.
+// suspend, migrate, watch and metrics (verbs.cc) send one request each and print JSON Lines,
+// or a table on a terminal; top (top.cc) draws the node live on a terminal.
 //
 // Exit status: 0 success; 1 failure at run time (no coordinator, unknown
 // job, refused request); 2 usage error.
@@ -28,6 +28,7 @@ int run(const ctl::CtlOptions& options) {
   if (verb == "pause") return ctl::pause(options, true);
   if (verb == "resume") return ctl::resume(options);  // a paused or a suspended job
   if (verb == "suspend") return ctl::suspend(options);
+  if (verb == "migrate") return ctl::migrate(options);
   if (verb == "watch") return ctl::watch(options);
   if (verb == "metrics") return ctl::metrics(options);
   if (verb == "top") return ctl::top(options);
@@ -83,6 +84,18 @@ int main(int argc, char** argv) {
                    "production runs: on or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  serve
+      ->add_option("--checkpoint", options.checkpoint,
+                   "Use the driver's process checkpoint (migrate, and a suspend that frees "
+                   "everything): on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  serve
+      ->add_option("--migration-policy", options.migration_policy,
+                   "Move an opportunistic job to an idle GPU when production uses its GPU: "
+                   "on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   serve->add_option("--metrics-listen", options.metrics_listen,
                     "Serve Prometheus metrics at http://ADDR:PORT/metrics (default: off)");
 
@@ -113,6 +126,15 @@ int main(int argc, char** argv) {
                      "Longest wait for the job's memory to move")
         ->capture_default_str();
   }
+  CLI::App* migrate =
+      app.add_subcommand("migrate", "Move a running job to another GPU (driver checkpoint)");
+  add_job(migrate);
+  migrate->add_option("--to", options.to, "The GPU: an index or a UUID")->required();
+  add_format(migrate);
+  migrate->add_flag("--no-wait", options.no_wait,
+                    "Print the coordinator's answer without waiting for the move");
+  migrate->add_option("--wait-timeout", options.wait_timeout, "Longest wait for the move")
+      ->capture_default_str();
   CLI::App* watch = app.add_subcommand("watch", "Print job records at an interval");
   watch->add_option("--interval", options.interval, "Time between samples")->capture_default_str();
   watch->add_option("--count", options.count, "Stop after N samples (0: until interrupted)")

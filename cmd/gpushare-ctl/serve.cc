@@ -67,6 +67,8 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::server::S
   server.idle_exit = options.idle_exit;
   server.compute_policy = *coord::server::parse_compute_policy(options.compute_policy);  // checked by main
   server.host_pause = options.host_pause == "on";
+  server.checkpoint = options.checkpoint == "on";
+  server.migration_policy = options.migration_policy == "on";
   if (!options.metrics_listen.empty()) {
     if (Status valid = coord::server::check_listen_address(options.metrics_listen); !valid) {
       return Refusal{"--metrics-listen: " + valid.error().message, exit_status::kUsage};

@@ -277,6 +277,15 @@ int move_and_wait(const CtlOptions& options, const coord::Request& request,
                 records->front().value("suspend_refused", ""));
     return exit_status::kFailure;
   }
+  // The driver's process checkpoint said no (migrate.h): a migration
+  // undone, a resume that left the job suspended.
+  if (!options.no_wait && records->size() == 1 && records->front().contains("checkpoint_error") &&
+      (moving == "migrating" || moving == "resuming")) {
+    diag::error("job " + id +
+                (moving == "migrating" ? " was not migrated: " : " is still suspended: ") +
+                records->front().value("checkpoint_error", ""));
+    return exit_status::kFailure;
+  }
   return exit_status::kSuccess;
 }
 
@@ -288,6 +297,10 @@ int suspend(const CtlOptions& options) {
 
 int resume(const CtlOptions& options) {
   return move_and_wait(options, coord::PauseRequest{options.job, false}, "resuming");
+}
+
+int migrate(const CtlOptions& options) {
+  return move_and_wait(options, coord::MigrateRequest{options.job, options.to}, "migrating");
 }
 
 int metrics(const CtlOptions& options) {

@@ -56,7 +56,8 @@ inline constexpr char kStateMagic[16] = "gpushare-simgpu";
 // 4: a copy path (link.h) per device and the link settings
 // 5: collectives across devices (collective.h), gated kernels in the model,
 //    and the scheduler's cold start after a switch (timeslice.h, cold_ns)
-inline constexpr std::uint32_t kStateLayoutVersion = 5;
+// 6: the process checkpoint (ProcessSlot's ckpt_* fields, driver/checkpoint.cc)
+inline constexpr std::uint32_t kStateLayoutVersion = 6;
 inline constexpr int kMaxProcesses = kSchedContexts;  ///< a slot is a scheduling context
 inline constexpr int kMaxManaged = 4096;
 /// How long lock() waits for a holder before giving up with an error.
@@ -77,13 +78,52 @@ struct DeviceState {
   std::int64_t outbound_end_ns;
 };
 
+/// A process's checkpoint state: CUprocessState's values.
+enum CheckpointState : std::uint32_t {
+  kCheckpointRunning = 0,
+  kCheckpointLocked = 1,
+  kCheckpointCheckpointed = 2,
+  kCheckpointFailed = 3,
+};
+/// What another process asks of a process's checkpoint thread.
+enum CheckpointOp : std::uint32_t {
+  kCheckpointOpNone = 0,
+  kCheckpointOpLock = 1,
+  kCheckpointOpCheckpoint = 2,
+  kCheckpointOpRestore = 3,
+  kCheckpointOpUnlock = 4,
+};
+
 struct ProcessSlot {
   std::int32_t pid;  ///< 0: free
-  std::uint32_t reserved0;
+  /// CheckpointState (layout 5; was reserved). Written by the process's
+  /// checkpoint thread under the lock; read by anyone.
+  std::uint32_t ckpt_state;
   std::uint64_t start_ticks;                 ///< /proc/PID/stat start time
   std::uint64_t charged_bytes[kMaxDevices];  ///< all but managed residency
   std::uint32_t contexts[kMaxDevices];       ///< live contexts, for NVML
   char name[32];                             ///< /proc/PID/comm
+  // Layout 5: the process checkpoint (driver/checkpoint.cc). A caller (any
+  // other process) writes a request under the lock and wakes ckpt_request;
+  // the process's own checkpoint thread does the work, writes ckpt_result,
+  // clears the request and bumps ckpt_done (both futex words).
+  std::uint32_t ckpt_request;     ///< CheckpointOp under way; 0 none
+  std::uint32_t ckpt_done;        ///< bumped at every answer
+  std::int32_t ckpt_result;       ///< the CUresult of the last request
+  std::int32_t ckpt_tid;          ///< the checkpoint thread (cuCheckpointProcessGetRestoreThreadId)
+  std::uint32_t ckpt_timeout_ms;  ///< the lock request's timeout; 0 none
+  /// CUdevice ordinal -> device in this file: the process's visible devices
+  /// (CUDA_VISIBLE_DEVICES at cuInit), remapped by each restore.
+  std::uint32_t ordinal_count;
+  std::int8_t ordinal_device[kMaxDevices];
+  /// The restore request's map: device checkpointed -> device to restore
+  /// on (-1: the device was not checkpointed).
+  std::int8_t restore_map[kMaxDevices];
+  /// What the checkpoint took off each device (its charges, contexts
+  /// included; managed residency is the process's own to put back).
+  std::uint64_t saved_bytes[kMaxDevices];
+  std::uint32_t saved_contexts[kMaxDevices];
+  std::int64_t ckpt_last_ns;  ///< how long the last checkpoint or restore took
 };
 
 enum ManagedFlag : std::uint32_t {
@@ -239,6 +279,40 @@ void managed_totals(const StateLayout* layout, std::int32_t pid, int device, std
 /// Settles the device's scheduler model up to now and returns it (with
 /// collectives in flight, every device's: collective.h).
 SchedModel* settled_model(StateLayout* layout, int device);
+
+// The process checkpoint (driver/checkpoint.cc holds the protocol; these
+// are its rules, kept here so that they are unit-testable).
+
+/// Whether `op` may start in `state` (lock: running; checkpoint: locked;
+/// restore: checkpointed; unlock: locked). A failed process takes none.
+bool checkpoint_op_allowed(std::uint32_t state, std::uint32_t op);
+/// The slot of a live process `pid`, or -1.
+int find_process_slot(const StateLayout* layout, std::int32_t pid);
+
+/// One device pair of a restore, as CUcheckpointGpuPair lays it out.
+struct UuidPair {
+  std::uint8_t old_uuid[16];
+  std::uint8_t new_uuid[16];
+};
+enum class RestorePlan {
+  kOk,
+  kInvalid,   ///< a pair names a device not checkpointed, not visible, or twice; one missing
+  kChipType,  ///< a pair's devices are of different chip types
+};
+/// Checks a restore's pairs against the slot (the devices it sees are the
+/// devices checkpointed; the pairs, when given, must map each of them once,
+/// onto a device of the same chip type that the process also sees: a
+/// permutation of its devices) and fills `map` (device checkpointed ->
+/// device to restore on; identity without pairs).
+RestorePlan plan_restore(const StateLayout* layout, int slot, const UuidPair* pairs, int count,
+                         std::int8_t map[kMaxDevices]);
+/// Takes a process's charges and contexts off every device into its
+/// saved_* fields; `data_bytes` (if given) receives, per device, the bytes
+/// that are data rather than context overhead (what the checkpoint copies).
+void checkpoint_release(StateLayout* layout, int slot, std::uint64_t data_bytes[kMaxDevices]);
+/// Charges the saved bytes onto the devices `map` names and remaps the
+/// process's ordinals; false, changing nothing, when one does not fit.
+bool checkpoint_reacquire(StateLayout* layout, int slot, const std::int8_t map[kMaxDevices]);
 
 /// The deterministic UUID of simulated device `index`.
 void device_uuid(int index, std::uint8_t uuid[16]);

@@ -7,6 +7,9 @@
 # launches stay held until then, and go on after; it ends up running, its
 # data intact. (Before, the job brought its memory back first and only then
 # registered: invisible to the new coordinator for the whole move.)
+# (The interposer's path: serve --checkpoint off, since interpose.inc gives
+# the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
+# driver's.)
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
@@ -14,7 +17,7 @@
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_PCIE_GBPS=0.25
 
-start_coordinator
+start_coordinator --checkpoint off
 gpushare-run --sim --suspendable --name mover -- "$c" init ctx kernel:spin \
   alloc:plain:256MiB fill:1 alloc:plain:256MiB fill:2 alloc:plain:256MiB fill:3 \
   ready:"$s/full" wait:"$s/suspended" launch:2:1000 sync check:3 ready:"$s/checked" \
@@ -27,7 +30,7 @@ jq -e '.state == "suspended"' "$s/suspend.json" >/dev/null || fail "$(cat "$s/su
 touch "$s/suspended"  # its next launches are held
 
 stop_coordinator KILL
-start_coordinator
+start_coordinator --checkpoint off
 wait_for "the job registered with the new coordinator" 10 gpushare-ctl show mover
 gpushare-ctl show mover >"$s/first.json"
 [ -e "$s/checked" ] && fail "the job ran on before its memory was back: $(cat "$s/mover.out")"
@@ -55,7 +58,7 @@ gpushare-ctl suspend --no-wait half >/dev/null
 wait_for "the second job half suspended" 10 \
   show_has half ".state == \"suspending\" and .mem_suspended_bytes > 0"
 stop_coordinator KILL
-start_coordinator
+start_coordinator --checkpoint off
 wait_for "the second job registered with the new coordinator" 10 gpushare-ctl show half
 gpushare-ctl show half >"$s/half-first.json"
 jq -e '.state == "resuming"' "$s/half-first.json" >/dev/null ||

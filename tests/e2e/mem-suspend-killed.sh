@@ -6,6 +6,9 @@
 # job able to run: with nobody left to resume it, the job brings its memory
 # back itself before its held launches go, and its data checks out; a
 # restarted coordinator takes it back running, not paused.
+# (The interposer's path: serve --checkpoint off, since interpose.inc gives
+# the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
+# driver's.)
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
@@ -19,7 +22,7 @@ nvml_empty() {
   [ "$used" = 0 ]
 }
 
-start_coordinator
+start_coordinator --checkpoint off
 gpushare-run --sim --suspendable --name victim -- "$c" init ctx alloc:plain:256MiB fill:1 \
   alloc:plain:256MiB fill:2 alloc:plain:256MiB fill:3 ready:"$s/victim" wait:"$s/never" \
   >"$s/victim.out" 2>&1 &
@@ -51,7 +54,7 @@ wait_for "the orphan's data checked" 20 test -e "$s/orphan-checked"
   fail "the orphan's data: $(cat "$s/orphan.out")"
 # A restarted coordinator takes the job back running: the suspend's pause
 # is not among the decisions it restores.
-start_coordinator
+start_coordinator --checkpoint off
 wait_for "the orphan registered again" 10 gpushare-ctl show orphan
 show_has orphan '.state == "running"' ||
   fail "after the coordinator's restart: $(gpushare-ctl show orphan)"

@@ -6,13 +6,16 @@
 # drops to 0, and a production job gets 900 MiB); resume brings it back to
 # the device (as far as the memory arbiter's target allows, the rest as it
 # rises); the job's data checks out.
+# (The interposer's path: serve --checkpoint off, since interpose.inc gives
+# the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
+# driver's.)
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
 . "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 
-start_coordinator
+start_coordinator --checkpoint off
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:512MiB fill:5 \
   ready:"$s/full" wait:"$s/suspended" managed-stats ready:"$s/seen" wait:"$s/resumed" \
   managed-stats check:5 >"$s/opp.out" 2>"$s/opp.err" &

@@ -4,13 +4,16 @@
 # CUDA array, its own VMM memory or stream-ordered memory, is refused (exit
 # 1, a message naming what cannot move) and changes nothing: the job stays
 # running, unpaused, its memory on the device. Another user's job: tests/e2e/mem-suspend-auth.sh.
+# (The interposer's path: serve --checkpoint off, since interpose.inc gives
+# the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
+# driver's.)
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
 . "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 
-start_coordinator
+start_coordinator --checkpoint off
 expect_exit 1 gpushare-ctl suspend no-such-job
 expect_grep "no-such-job" "$scratch/err"
 

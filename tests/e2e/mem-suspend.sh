@@ -7,13 +7,16 @@
 # job's next copy (and launch) is held. `resume` maps it back at the same addresses;
 # the held launch runs and the job's data checks out. Suspending twice and
 # resuming a running job are no-ops that say so.
+# (The interposer's path: serve --checkpoint off, since interpose.inc gives
+# the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
+# driver's.)
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
 . "$e2e_dir/mem.inc"
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 
-start_coordinator
+start_coordinator --checkpoint off
 gpushare-run --sim --suspendable --name susp -- "$c" init ctx kernel:spin \
   alloc:pitch:128MiB fill:4 alloc:plain:512MiB fill:3 ready:"$s/full" wait:"$s/suspended" \
   check:3 launch:3:1000 sync fill:8 check:8 >"$s/susp.out" 2>"$s/susp.err" &

@@ -16,7 +16,9 @@ nm -D --defined-only "$sim/libcuda.so.1" | awk '{print $3}' | sort -u >"$scratch
 comm -23 "$scratch/stub" "$scratch/sim" >"$scratch/missing"
 [ ! -s "$scratch/missing" ] || { cat "$scratch/missing"; fail "entry points missing from the simulator"; }
 comm -13 "$scratch/stub" "$scratch/sim" >"$scratch/extra"
-[ "$(cat "$scratch/extra")" = "$(printf '%s\n' gpushare_sim_device_stats gpushare_sim_last_error gpushare_sim_link_stats gpushare_sim_managed_stats gpushare_sim_state_path)" ] ||
+introspection=(gpushare_sim_checkpoint_ns gpushare_sim_device_stats gpushare_sim_hold_driver_lock
+  gpushare_sim_last_error gpushare_sim_link_stats gpushare_sim_managed_stats gpushare_sim_state_path)
+[ "$(cat "$scratch/extra")" = "$(printf '%s\n' "${introspection[@]}")" ] ||
   { cat "$scratch/extra"; fail "unexpected exports"; }
 nm -D --defined-only "$sim/libnvidia-ml.so.1" | awk '{print $3}' | grep -v '^nvml' && fail "NVML exports non-NVML names"
 

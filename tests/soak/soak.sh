@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpushare-soak: churn and faults on the simulated GPU, one JSON summary.
 #
-#   tests/soak/soak.sh [--seed N] [--duration SECONDS] [--jobs N] [--memory SIZE] [--keep]
+#   tests/soak/soak.sh [--seed N] [--duration SECONDS] [--jobs N] [--memory SIZE] [--gpus N] [--keep]
 #
 # For SECONDS it keeps up to N jobs (gpushare-workload under gpushare-run:
 # production and opportunistic, some --suspendable, some on their own
@@ -10,8 +10,11 @@
 # simulated GPU of SIZE (16GiB) beside one coordinator
 # (`serve --on-violation kill`), and injects faults at random: SIGKILL of a
 # job, SIGKILL and restart of the coordinator, SIGSTOP and SIGCONT of it,
-# live `set --mem-limit` (below usage too), pause/resume, suspend/resume.
-# Then it stops churning, undoes what is held, lets every job finish, and
+# live `set --mem-limit` (below usage too), pause/resume, suspend/resume;
+# with --gpus 2 or more (GPUs of SIZE each, the coordinator given the
+# simulated driver, so that suspends go through the driver's checkpoint),
+# also `migrate` of a random job to a random GPU (a refusal is expected:
+# no room, the GPU it is on). Then it stops churning, undoes what is held, lets every job finish, and
 # checks what is left: no job process, no registration, no device bytes
 # above the baseline, no file the run left in its runtime directory or
 # /dev/shm, no coordinator descriptor above its idle count.
@@ -40,18 +43,19 @@ set -euo pipefail
 export LC_ALL=C
 
 usage() {
-  echo "usage: soak.sh [--seed N] [--duration SECONDS] [--jobs N] [--memory SIZE] [--keep]" >&2
+  echo "usage: soak.sh [--seed N] [--duration SECONDS] [--jobs N] [--memory SIZE] [--gpus N] [--keep]" >&2
   exit 2
 }
 die() { echo "gpushare-soak: error: $*" >&2; exit 2; }
 
-seed=1 duration=300 max_jobs=8 memory=16GiB keep=${GPUSHARE_SOAK_KEEP:-}
+seed=1 duration=300 max_jobs=8 memory=16GiB gpus=1 keep=${GPUSHARE_SOAK_KEEP:-}
 while [ $# -gt 0 ]; do
   case $1 in
     --seed) [ $# -ge 2 ] || usage; seed=$2; shift 2 ;;
     --duration) [ $# -ge 2 ] || usage; duration=$2; shift 2 ;;
     --jobs) [ $# -ge 2 ] || usage; max_jobs=$2; shift 2 ;;
     --memory) [ $# -ge 2 ] || usage; memory=$2; shift 2 ;;
+    --gpus) [ $# -ge 2 ] || usage; gpus=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) usage ;;
     *) echo "gpushare-soak: error: unknown argument '$1'" >&2; usage ;;
@@ -63,6 +67,7 @@ done
 [[ $max_jobs =~ ^[0-9]+$ ]] && [ "$max_jobs" -ge 1 ] && [ "$max_jobs" -le 64 ] ||
   die "--jobs '$max_jobs': expected 1 to 64"
 [[ $memory =~ ^[0-9]+GiB$ ]] || die "--memory '$memory': expected whole GiB, e.g. 16GiB"
+[[ $gpus =~ ^[1-8]$ ]] || die "--gpus '$gpus': expected 1 to 8"
 command -v jq >/dev/null || die "jq is required (scripts/setup installs it)"
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,7 +79,11 @@ workload="$libexec/gpushare-workload"
 client="$libexec/tests/gpushare-cuda-client"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpushare-soak.XXXXXX")
-export GPUSHARE_SIM_STATE="$scratch/sim-state" GPUSHARE_SIM_MEMORY=$memory
+export GPUSHARE_SIM_STATE="$scratch/sim-state" GPUSHARE_SIM_MEMORY=$memory GPUSHARE_SIM_DEVICES=$gpus
+# With several GPUs the coordinator loads the simulated driver (migrate, and
+# suspends through its process checkpoint).
+coordinator_env=()
+[ "$gpus" -gt 1 ] && coordinator_env=(env "LD_LIBRARY_PATH=$libexec/sim")
 export GPUSHARE_SOCKET="$scratch/gpushare.sock" XDG_RUNTIME_DIR="$scratch/run"
 mkdir -p -m 0700 "$XDG_RUNTIME_DIR" "$scratch/jobs"
 RANDOM=$seed
@@ -91,7 +100,7 @@ coordinator_stopped=0
 restarts=0 stops=0
 start_coordinator() {
   local ready="$scratch/ready.$RANDOM"
-  gpushare-ctl serve --socket "$GPUSHARE_SOCKET" --on-violation kill >"$ready" \
+  "${coordinator_env[@]}" gpushare-ctl serve --socket "$GPUSHARE_SOCKET" --on-violation kill >"$ready" \
     2>>"$scratch/coordinator.log" </dev/null &
   coordinator_pid=$!
   local deadline=$(($(now_ms) + 10000))
@@ -243,9 +252,12 @@ restart_coordinator() {
   # is not restored); a paused one may be paused again by the next
   # coordinator, which restores the pauses it finds in its decisions file
   # (gpushare-ctl(1)), so a pause stays held here until a resume succeeds.
+  # With several GPUs a suspend goes through the driver's checkpoint, which
+  # nobody undoes but a resume (the new coordinator finds the job locked or
+  # checkpointed in the driver): it stays held, and is resumed.
   local name
   for name in "${!held_how[@]}"; do
-    [ "${held_how[$name]}" = suspend ] && unset "held_how[$name]" "held_until[$name]"
+    [ "$gpus" -eq 1 ] && [ "${held_how[$name]}" = suspend ] && unset "held_how[$name]" "held_until[$name]"
   done
   start_coordinator
 }
@@ -289,6 +301,14 @@ release_held() {  # release_held [all]
       if ctl resume "$name"; then unset "held_how[$name]" "held_until[$name]"; fi
     fi
   done
+}
+
+migrate_job() {  # to a random GPU; refused when it has no room or is there
+  local name
+  name=$(random_job) || return 0
+  [ -z "${held_how[$name]:-}" ] || return 0
+  fault migrate "$name"
+  ctl migrate "$name" --to "$((RANDOM % gpus))" --wait-timeout 60s || true
 }
 
 # ------------------------------------------------------------ samples
@@ -372,6 +392,8 @@ while [ "$(now_ms)" -lt "$end_at" ]; do
     set_limit
   elif [ "$roll" -lt 133 ]; then
     hold_job
+  elif [ "$roll" -lt 153 ] && [ "$gpus" -gt 1 ]; then
+    migrate_job
   fi
   sample_ls
   if [ "$(now_ms)" -ge "$next_sample" ]; then
@@ -416,7 +438,11 @@ end_fds=$(coordinator_fds)
 end_rss=$(coordinator_rss_kb)
 # The first coordinator's idle count is the reference for the last one's
 # (the same program with no job).
-[ "$end_fds" -le "$idle_fds" ] ||
+# With several GPUs the coordinator loads the driver at its first migrate or
+# suspend, which keeps its state file open: one descriptor more, once.
+driver_fds=0
+[ "$gpus" -gt 1 ] && driver_fds=1
+[ "$end_fds" -le $((idle_fds + driver_fds)) ] ||
   leaks+=("coordinator descriptors: $end_fds with no job, $idle_fds when it started")
 end_free=$(device_free)
 [ -n "$end_free" ] && [ "$end_free" = "$baseline_free" ] ||

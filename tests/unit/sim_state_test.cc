@@ -412,3 +412,133 @@ TEST_CASE("a process attaching again (after exec) starts with nothing", "[sim]")
   CHECK(live_process_count(layout) == 1);
   CHECK(std::string(layout->processes[after].name) == "after-exec");
 }
+
+TEST_CASE("checkpoint requests start only in their state, and a failed process takes none",
+          "[sim][checkpoint]") {
+  CHECK(checkpoint_op_allowed(kCheckpointRunning, kCheckpointOpLock));
+  CHECK(checkpoint_op_allowed(kCheckpointLocked, kCheckpointOpCheckpoint));
+  CHECK(checkpoint_op_allowed(kCheckpointLocked, kCheckpointOpUnlock));
+  CHECK(checkpoint_op_allowed(kCheckpointCheckpointed, kCheckpointOpRestore));
+  for (std::uint32_t op : {kCheckpointOpLock, kCheckpointOpCheckpoint, kCheckpointOpRestore,
+                           kCheckpointOpUnlock}) {
+    CHECK_FALSE(checkpoint_op_allowed(kCheckpointFailed, op));
+  }
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointRunning, kCheckpointOpCheckpoint));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointRunning, kCheckpointOpRestore));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointRunning, kCheckpointOpUnlock));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointLocked, kCheckpointOpLock));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointLocked, kCheckpointOpRestore));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointCheckpointed, kCheckpointOpUnlock));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointCheckpointed, kCheckpointOpCheckpoint));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointRunning, kCheckpointOpNone));
+  CHECK_FALSE(checkpoint_op_allowed(kCheckpointRunning, 77));
+}
+
+namespace {
+
+UuidPair pair_of(const StateLayout* layout, int from, int to) {
+  UuidPair pair;
+  std::memcpy(pair.old_uuid, layout->devices[from].uuid, 16);
+  std::memcpy(pair.new_uuid, layout->devices[to].uuid, 16);
+  return pair;
+}
+
+// A process attached as the driver attaches one: seeing `visible`.
+int attach_seeing(StateLayout* layout, std::int32_t pid, std::initializer_list<int> visible) {
+  int slot = attach_process(layout, pid, 0, "job");
+  REQUIRE(slot >= 0);
+  ProcessSlot& process = layout->processes[slot];
+  process.ordinal_count = 0;
+  for (int device : visible) {
+    process.ordinal_device[process.ordinal_count++] = static_cast<std::int8_t>(device);
+  }
+  return slot;
+}
+
+}  // namespace
+
+TEST_CASE("a restore's pairs map every device checkpointed once, onto devices it sees",
+          "[sim][checkpoint]") {
+  TempState state(8 * kGiB, 3);
+  StateLayout* layout = state.open();
+  int slot = attach_seeing(layout, 4242, {0, 1});
+  std::int8_t map[kMaxDevices];
+
+  SECTION("no pairs: each device onto itself") {
+    REQUIRE(plan_restore(layout, slot, nullptr, 0, map) == RestorePlan::kOk);
+    CHECK(map[0] == 0);
+    CHECK(map[1] == 1);
+    CHECK(map[2] == -1);
+  }
+  SECTION("a swap of its two devices") {
+    UuidPair pairs[] = {pair_of(layout, 0, 1), pair_of(layout, 1, 0)};
+    REQUIRE(plan_restore(layout, slot, pairs, 2, map) == RestorePlan::kOk);
+    CHECK(map[0] == 1);
+    CHECK(map[1] == 0);
+  }
+  SECTION("a device missing, named twice, not seen or unknown: invalid") {
+    UuidPair one[] = {pair_of(layout, 0, 1)};
+    CHECK(plan_restore(layout, slot, one, 1, map) == RestorePlan::kInvalid);
+    UuidPair twice[] = {pair_of(layout, 0, 1), pair_of(layout, 1, 1)};
+    CHECK(plan_restore(layout, slot, twice, 2, map) == RestorePlan::kInvalid);
+    UuidPair unseen[] = {pair_of(layout, 0, 2), pair_of(layout, 1, 0)};
+    CHECK(plan_restore(layout, slot, unseen, 2, map) == RestorePlan::kInvalid);
+    UuidPair from_unseen[] = {pair_of(layout, 2, 0), pair_of(layout, 1, 1)};
+    CHECK(plan_restore(layout, slot, from_unseen, 2, map) == RestorePlan::kInvalid);
+    UuidPair bogus = pair_of(layout, 0, 1);
+    bogus.new_uuid[3] ^= 0xff;
+    UuidPair unknown[] = {bogus, pair_of(layout, 1, 0)};
+    CHECK(plan_restore(layout, slot, unknown, 2, map) == RestorePlan::kInvalid);
+  }
+  SECTION("another chip type (another SM count)") {
+    layout->devices[1].sms = 132;
+    UuidPair pairs[] = {pair_of(layout, 0, 1), pair_of(layout, 1, 0)};
+    CHECK(plan_restore(layout, slot, pairs, 2, map) == RestorePlan::kChipType);
+  }
+  SECTION("a process seeing one device can only be restored in place") {
+    int one = attach_seeing(layout, 4343, {1});
+    UuidPair moved[] = {pair_of(layout, 1, 0)};
+    CHECK(plan_restore(layout, one, moved, 1, map) == RestorePlan::kInvalid);
+    UuidPair same[] = {pair_of(layout, 1, 1)};
+    CHECK(plan_restore(layout, one, same, 1, map) == RestorePlan::kOk);
+  }
+}
+
+TEST_CASE("a checkpoint leaves nothing on the device and a restore charges the target",
+          "[sim][checkpoint]") {
+  TempState state(8 * kGiB, 2);
+  state.config.devices[0].ctx_overhead_bytes = 512ull << 20;
+  state.config.devices[1].ctx_overhead_bytes = 512ull << 20;
+  StateLayout* layout = state.open();
+  int slot = attach_seeing(layout, 4242, {0, 1});
+  REQUIRE(charge(layout, slot, 0, 3 * kGiB + (512ull << 20)));
+  layout->processes[slot].contexts[0] = 1;
+  std::uint64_t data[kMaxDevices] = {};
+  checkpoint_release(layout, slot, data);
+  CHECK(device_used(layout, 0) == 0);
+  CHECK(layout->processes[slot].contexts[0] == 0);
+  CHECK(data[0] == 3 * kGiB);  // the context is released, not copied
+
+  SECTION("no room on the target: refused, nothing charged, still restorable") {
+    int other = attach_seeing(layout, 4343, {1});
+    REQUIRE(charge(layout, other, 1, 5 * kGiB));
+    std::int8_t swap[kMaxDevices] = {1, 0, -1, -1, -1, -1, -1, -1};
+    CHECK_FALSE(checkpoint_reacquire(layout, slot, swap));
+    CHECK(device_used(layout, 1) == 5 * kGiB);
+    CHECK(device_used(layout, 0) == 0);
+    std::int8_t same[kMaxDevices] = {0, 1, -1, -1, -1, -1, -1, -1};
+    REQUIRE(checkpoint_reacquire(layout, slot, same));
+    CHECK(device_used(layout, 0) == 3 * kGiB + (512ull << 20));
+    CHECK(layout->processes[slot].ordinal_device[0] == 0);
+  }
+  SECTION("onto the other device: bytes, context and ordinals move") {
+    std::int8_t swap[kMaxDevices] = {1, 0, -1, -1, -1, -1, -1, -1};
+    REQUIRE(checkpoint_reacquire(layout, slot, swap));
+    CHECK(device_used(layout, 0) == 0);
+    CHECK(device_used(layout, 1) == 3 * kGiB + (512ull << 20));
+    CHECK(layout->processes[slot].contexts[1] == 1);
+    CHECK(layout->processes[slot].ordinal_device[0] == 1);
+    CHECK(layout->processes[slot].ordinal_device[1] == 0);
+    CHECK(layout->processes[slot].saved_bytes[0] == 0);
+  }
+}

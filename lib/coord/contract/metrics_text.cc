@@ -113,8 +113,8 @@ Labels with(Labels labels, const char* name, std::string value) {
 }
 
 const char* const kClasses[] = {"production", "opportunistic"};
-const char* const kStates[] = {"running",   "paused",   "stale",    "suspending",
-                               "suspended", "resuming", "spilling", "restoring"};
+const char* const kStates[] = {"running",  "paused",   "stale",     "suspending", "suspended",
+                               "resuming", "spilling", "restoring", "migrating"};
 // The words of a job record's "hold" (gpushare-ctl(1), "Why a job is held").
 const char* const kHolds[] = {"running",       "idle",          "learning",
                               "waiting-for-gap", "compute-cap", "launch-budget",
@@ -211,7 +211,7 @@ void job_compute_families(Writer& w, const Records& records) {
   });
   w.family({"gpushare_job_state", "gauge",
             "1 for the state the job is in (running, paused, stale, suspending, suspended, "
-            "resuming, spilling, restoring), 0 for the others."});
+            "resuming, spilling, restoring, migrating), 0 for the others."});
   each_job([&](const ordered_json& r, const Labels& labels) {
     std::string state = string_field(r, "state");
     for (const char* name : kStates) w.sample(with(labels, "state", name), state == name ? 1 : 0);

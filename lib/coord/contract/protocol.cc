@@ -249,6 +249,13 @@ Result<Request> parse_request(std::string_view line) {
   if (*kind == "node") return Request(NodeRequest{});
   if (*kind == "room") return Request(RoomRequest{});
   if (*kind == "set") return parse_set(fields);
+  if (*kind == "migrate") {
+    Result<std::string> job = parse_selector(fields);
+    if (!job) return job.error();
+    Result<std::string> to = fields.string("to", 128);
+    if (!to) return to.error();
+    return Request(MigrateRequest{*job, *to});
+  }
   if (*kind == "show" || *kind == "pause" || *kind == "resume" || *kind == "suspend") {
     Result<std::string> job = parse_selector(fields);
     if (!job) return job.error();
@@ -300,6 +307,10 @@ std::string encode_request(const Request& request) {
   } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
     kind = "suspend";
     fields["job"] = suspend->job;
+  } else if (const auto* migrate = std::get_if<MigrateRequest>(&request)) {
+    kind = "migrate";
+    fields["job"] = migrate->job;
+    fields["to"] = migrate->to;
   }
   return to_json_line(kind, kProtocolVersion, fields) + "\n";
 }
@@ -457,6 +468,9 @@ ordered_json job_record(const JobView& job) {
   }
   if (!job.pause_reasons.empty()) record["pause_reasons"] = job.pause_reasons;
   if (!job.suspend_refused.empty()) record["suspend_refused"] = job.suspend_refused;
+  if (!job.suspend_path.empty()) record["suspend_path"] = job.suspend_path;
+  if (job.migration_ms >= 0) record["migration_ms"] = job.migration_ms;
+  if (!job.checkpoint_error.empty()) record["checkpoint_error"] = job.checkpoint_error;
   if (!job.note.empty()) record["note"] = job.note;
   if (job.violation) {
     record["violation"] = {{"device", job.violation->device},

@@ -76,13 +76,21 @@ struct SuspendRequest {
   std::string job;
 };
 
+/// Move a running job to another GPU of the node through the driver's
+/// process checkpoint; `to` is a GPU UUID or an index (as the coordinator's
+/// driver counts them).
+struct MigrateRequest {
+  std::string job;
+  std::string to;
+};
+
 /// From a registered job (layout 5, control_block.h "Wake-ups"): its
 /// memory counters changed in a way the memory loop must see now (an
 /// allocation waits for room); the coordinator runs the loop at once.
 struct RoomRequest {};
 
 using Request = std::variant<RegisterRequest, ListRequest, NodeRequest, ShowRequest, SetRequest,
-                             PauseRequest, SuspendRequest, RoomRequest>;
+                             PauseRequest, SuspendRequest, RoomRequest, MigrateRequest>;
 
 /// Parses one message line (without its newline). Errors name the field.
 Result<Request> parse_request(std::string_view line);
@@ -139,7 +147,7 @@ struct JobView {
   std::uint32_t qos = kQosProduction;
   /// running | paused | stale | suspending | suspended | resuming |
   /// spilling | restoring (a running job moving its managed memory to the
-  /// host or back: control_block.h layout 6)
+  /// host or back: control_block.h layout 6) | migrating (to another GPU)
   std::string state;
   /// Why a paused job waits: "operator" (pause, suspend or the enforcer),
   /// "memory" (the coordinator's own: its memory is on the host while
@@ -178,6 +186,14 @@ struct JobView {
   std::optional<ViolationView> violation;  ///< only while the job is a violator
   /// Why the job's last suspend was refused by the job itself (empty: none).
   std::string suspend_refused;
+  /// How the last suspend went: "checkpoint" (the driver's process
+  /// checkpoint: nothing left on the GPU) or "memory" (the interposer moved
+  /// its memory; its context stays). Empty: never suspended.
+  std::string suspend_path;
+  /// The last migration's time (negative: none); why the last migration,
+  /// or resume from a checkpoint, failed (empty: it did not).
+  std::int64_t migration_ms = -1;
+  std::string checkpoint_error;
   /// A request that changed nothing says so ("already suspended").
   std::string note;
   /// Its ranks, when its processes hold memory on two GPUs or more (empty

@@ -507,6 +507,14 @@ Result<StopReason> Server::run() {
         (void)ignored;
         s.compute.tick(s.registry, now_ns());
         s.host_pause.tick(s.registry, now_ns());  // opportunistic jobs on host memory
+        if (std::optional<std::string> line = collect_checkpoint_work(s.registry, s.checkpointer)) {
+          s.note(*line);  // a migration, or a suspend or resume through the driver, ended
+          s.save_decisions_now();
+        }
+        if (std::optional<std::string> line =
+                s.migration_policy.tick(s.registry, s.checkpointer, now_ns())) {
+          s.note(*line);
+        }
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });
       } else if (tag == kTagMemory) {
         std::uint64_t expirations;

@@ -76,6 +76,13 @@ struct ServerOptions {
   /// Pause an opportunistic job whose memory is mostly on the host while
   /// production runs, every compute tick (memory/host_pause.h).
   bool host_pause = true;
+  /// Use the driver's process checkpoint (migrate.h): migrate, and a
+  /// suspend that frees everything. Off: migrate is refused, suspend moves
+  /// memory only.
+  bool checkpoint = true;
+  /// Move an opportunistic job to an idle GPU when production uses its GPU
+  /// (migrate.h, MigrationPolicy). Off by default.
+  bool migration_policy = false;
   /// Serve the node's metrics over HTTP at /metrics on this "HOST:PORT"
   /// (metrics_http.h); empty: not at all.
   std::string metrics_listen;

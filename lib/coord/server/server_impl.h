@@ -31,6 +31,7 @@
 #include "coord/server/line_buffer.h"
 #include "coord/server/listener.h"
 #include "coord/server/memory/host_pause.h"
+#include "coord/server/migrate.h"
 #include "coord/server/memory/memory_loop.h"
 #include "coord/server/metrics_http.h"
 #include "coord/server/registry/registry.h"
@@ -126,6 +127,8 @@ struct Server::Impl {
   int memory_fd = -1;
   ComputeLoop compute{options.compute_policy};
   HostPauser host_pause{options.host_pause};
+  Checkpointer checkpointer{options.checkpoint};  // migrate, and suspend through the driver
+  MigrationPolicy migration_policy{options.migration_policy};
   std::unordered_map<std::uint64_t, Connection> connections;
   // Unregistered and control connections per user (jobs are bounded by the
   // processes a user runs, and each costs the coordinator a pidfd too).

@@ -246,11 +246,21 @@ std::string Server::Impl::answer(const Connection& c, const Request& request) {
              (set->name ? " name=" + *set->name : "") +
              (set->compute ? " compute=" + *set->compute : "");
   } else if (const auto* pause = std::get_if<PauseRequest>(&request)) {
-    result = registry.pause(*pause, c.peer, now, &reason);
+    // A job suspended through the driver's checkpoint resumes through it.
+    if (!start_checkpoint_resume(registry, checkpointer, *pause, c.peer, now, &reason, &result)) {
+      result = registry.pause(*pause, c.peer, now, &reason);
+    }
     action = pause->pause ? "pause" : "resume";
   } else if (const auto* suspend = std::get_if<SuspendRequest>(&request)) {
-    result = registry.suspend(*suspend, c.peer, now, &reason);  // suspend.h
-    action = "suspend";
+    // Through the driver's checkpoint where it can (migrate.h), else the
+    // interposer moves the memory (suspend.h).
+    bool checkpointed =
+        start_checkpoint_suspend(registry, checkpointer, *suspend, c.peer, now, &reason, &result);
+    if (!checkpointed) result = registry.suspend(*suspend, c.peer, now, &reason);
+    action = checkpointed ? "suspend (checkpoint)" : "suspend";
+  } else if (const auto* migrate = std::get_if<MigrateRequest>(&request)) {
+    result = start_migration(registry, checkpointer, *migrate, c.peer, now, &reason);
+    action = "migrate to " + migrate->to;
   }
   if (!result) {
     if (!action.empty()) {

@@ -82,8 +82,18 @@ bool process_device_usage(int device, std::uint64_t* bytes) {
     initialised.store(nvml.init() == 0 ? 1 : -1, std::memory_order_release);
   }
   if (initialised.load(std::memory_order_acquire) != 1) return false;
+  // Which GPU the ordinal is now: a restore onto another GPU (the driver's
+  // process checkpoint, gpushare-ctl migrate) moves the process's ordinals,
+  // so the UUID read at start may name the GPU it left.
+  CUuuid current = g_runtime.devices[device].uuid;
+  CUdevice ordinal = 0;
+  const RealDriver& real = g_runtime.real;
+  if (real.real_cuDeviceGet != nullptr && real.real_cuDeviceGetUuid_v2 != nullptr &&
+      real.real_cuDeviceGet(&ordinal, device) == CUDA_SUCCESS) {
+    real.real_cuDeviceGetUuid_v2(&current, ordinal);
+  }
   char uuid[kUuidTextBytes];
-  format_uuid(g_runtime.devices[device].uuid, uuid);
+  format_uuid(current, uuid);
   NvmlDevice handle = nullptr;
   if (nvml.handle_by_uuid(uuid, &handle) != 0) return false;
   NvmlProcessInfo processes[64];

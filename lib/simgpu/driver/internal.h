@@ -404,6 +404,12 @@ void unmap_vmm(Allocation* mapping);
 void release_context_modules(Context* ctx);
 Function* lookup_function(CUfunction handle);
 
+// The process checkpoint (checkpoint.cc).
+/// Writes the devices this process sees into its slot; requires the state lock.
+void publish_checkpoint_slot();
+/// Starts the thread that answers other processes' checkpoint requests.
+void start_checkpoint_thread();
+
 // Pools (pool.cc).
 MemPool* device_default_pool(int device);
 void release_pool_allocations_of(Context* ctx);

@@ -76,6 +76,7 @@ CUresult initialise(Driver& d) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   d.device_count = parse_visible_devices(visible, physical_count, d.visible);
   d.slot = d.device_count > 0 ? attach_process(layout, d.pid, start_ticks, name) : -1;
+  if (d.slot >= 0) publish_checkpoint_slot();
   d.state.unlock();
   if (d.device_count == 0) {
     std::snprintf(error, sizeof error,
@@ -95,6 +96,7 @@ CUresult initialise(Driver& d) {
     return fail_init(d, CUDA_ERROR_OPERATING_SYSTEM, error);
   }
   pthread_atfork(nullptr, nullptr, on_fork_child);
+  start_checkpoint_thread();
   __atomic_store_n(&d.init_state, kReady, __ATOMIC_RELEASE);
   return CUDA_SUCCESS;
 }

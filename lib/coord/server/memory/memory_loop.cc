@@ -76,6 +76,10 @@ void memory_tick(Registry& registry, const std::function<void(std::uint64_t)>& w
   std::map<std::string, DeviceJobs> devices;
   registry.for_each_process([&](Process& job) {
     if (!job.block) return;
+    // A job checkpointed by the driver (checkpoint_jobs.cc) holds nothing
+    // on any GPU, whatever its own counters say.
+    const Job* owner = registry.find(job.job_id);
+    if (owner != nullptr && owner->checkpointed) return;
     int count = std::min<int>(job.block->device_count(), static_cast<int>(job.devices.size()));
     for (int index = 0; index < count && index < kMaxDevices; ++index) {
       DeviceJobs& d = devices[job.devices[index].uuid];

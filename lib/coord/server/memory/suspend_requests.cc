@@ -107,6 +107,34 @@ void Registry::suspend_view(const Job& job, JobView* view) const {
     }
   }
   view->suspend_refused = job.suspend_refused;
+  // The driver's process checkpoint (checkpoint_jobs.cc): its work shows
+  // over everything above (a locked job's client thread may be blocked in
+  // the driver, so its heartbeat says nothing), and a job checkpointed holds
+  // nothing on the GPU: all it uses is on the host.
+  switch (job.checkpoint_work) {
+    case CheckpointWork::kMigrating:
+      view->state = "migrating";
+      break;
+    case CheckpointWork::kSuspending:
+      view->state = "suspending";
+      break;
+    case CheckpointWork::kResuming:
+      view->state = "resuming";
+      break;
+    case CheckpointWork::kNone:
+      if (job.checkpointed) view->state = "suspended";
+      break;
+  }
+  if (job.checkpointed) {
+    for (JobDeviceView& device : view->devices) {
+      device.suspended_bytes = device.mem_used_bytes;
+      device.host_resident_bytes = device.mem_used_bytes;
+      device.device_resident_bytes = 0;
+    }
+  }
+  view->suspend_path = job.suspend_path;
+  view->migration_ms = job.migration_ms;
+  view->checkpoint_error = job.checkpoint_error;
 }
 
 std::string Registry::resume_note(const Job& job) const {
@@ -171,6 +199,7 @@ Result<JobView> Registry::suspend(const SuspendRequest& request, const Caller& c
   job.resuming = false;
   job.paused = true;
   job.suspend_requested = true;
+  job.suspend_path = "memory";
   for (std::uint64_t key : job.processes) apply(job, processes_.at(key));
   return view(job, now_ns);
 }

@@ -38,6 +38,15 @@ inline constexpr const char* kReasonInvalid = "invalid-value";
 inline constexpr const char* kReasonInternal = "internal";
 /// The job holds memory a suspend cannot move.
 inline constexpr const char* kReasonNotSuspendable = "not-suspendable";
+/// The driver cannot move the job (migrate.h): another chip type, no room
+/// on the target, a device the job does not see, memory it cannot take.
+inline constexpr const char* kReasonNotMovable = "not-movable";
+/// Another checkpoint operation is under way.
+inline constexpr const char* kReasonBusy = "busy";
+
+/// Work the coordinator does on a job through the driver's process
+/// checkpoint (migrate.h), one at a time.
+enum class CheckpointWork { kNone, kMigrating, kSuspending, kResuming };
 
 /// What the coordinator decided for a job, kept in its state file so that a
 /// restarted coordinator restores it when the job registers again.
@@ -98,6 +107,16 @@ struct Job {
   /// production runs (memory/host_pause.h). Never saved: each coordinator
   /// decides it anew.
   bool host_paused = false;
+  /// The driver's process checkpoint (migrate.h, memory/checkpoint_jobs.cc):
+  /// the work under way; whether the job is suspended through it (0 bytes on
+  /// the GPU, its context included); how its last suspend went ("checkpoint"
+  /// or "memory"); its last migration's time; why the last migration, or
+  /// resume from a checkpoint, failed (empty: it did not).
+  CheckpointWork checkpoint_work = CheckpointWork::kNone;
+  bool checkpointed = false;
+  std::string suspend_path;
+  std::int64_t migration_ms = -1;
+  std::string checkpoint_error;
 };
 
 class Registry {
@@ -142,6 +161,24 @@ class Registry {
                           std::uint64_t now_ns, std::string* reason);
 
   const Policy& policy() const { return policy_; }
+
+  /// (memory/checkpoint_jobs.cc) The job `selector` names, when `caller`
+  /// may act on it; the refusal's reason goes to `reason`.
+  Result<const Job*> find_for(std::string_view selector, const Caller& caller,
+                              std::string* reason) const;
+  /// (memory/checkpoint_jobs.cc) Marks checkpoint work under way on a job
+  /// (its view shows it: migrating, suspending, resuming).
+  void begin_checkpoint_work(std::uint64_t id, CheckpointWork work);
+  /// (memory/checkpoint_jobs.cc) The end of that work. A migration that
+  /// succeeded moves the job from device `from` to `to` (UUIDs): each of
+  /// its processes now finds `to` where it found `from` and the other way
+  /// round (the driver's restore swaps them), and its limits follow its
+  /// memory. `error` empty: it succeeded.
+  void end_checkpoint_work(std::uint64_t id, const std::string& from, const std::string& to,
+                           std::int64_t elapsed_ms, const std::string& error);
+  /// (memory/checkpoint_jobs.cc) A job view, for requests answered outside
+  /// the registry.
+  JobView view_of(const Job& job, std::uint64_t now_ns) const { return view(job, now_ns); }
 
   /// (memory/suspend_requests.cc) Fills the suspend state, suspended bytes and
   /// refusal into a job's view; the note for a resume that changes
