@@ -38,13 +38,15 @@ def answer(s):
         pass
     return data.split(b"\r\n", 1)[0].decode("latin-1")
 
-def slowloris(i, closed_after):
+def slowloris(i, closed_after, connected):
     s = connect()
     start = time.monotonic()
     head = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 4000
     try:
-        for byte in head:
+        for n, byte in enumerate(head):
             s.send(bytes([byte]))
+            if n == 0:
+                connected[i].set()
             time.sleep(0.02)
             if time.monotonic() - start > 15:
                 break
@@ -56,11 +58,19 @@ def slowloris(i, closed_after):
     s.close()
 
 # 1. Slowloris takes every slot (the limit is 16).
+# Every slot is taken before the 17th connects: each slow connection is in
+# the listen queue ahead of it (connected, its first byte sent), and the
+# coordinator accepts in queue order. (Waiting a fixed half second instead
+# let a loaded machine connect the 17th first, and it was served.)
 closed_after = [None] * 16
-threads = [threading.Thread(target=slowloris, args=(i, closed_after)) for i in range(16)]
+connected = [threading.Event() for _ in range(16)]
+threads = [threading.Thread(target=slowloris, args=(i, closed_after, connected))
+           for i in range(16)]
 for t in threads:
     t.start()
-time.sleep(0.5)
+for event in connected:
+    if not event.wait(20):
+        sys.exit("a slow connection did not connect in 20 s")
 print("attack-started", flush=True)
 # 2. A scrape beyond the limit is refused, not queued.
 s = connect(); s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"); report["beyond_limit"] = answer(s)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check keeps, for every check, what explains it under
 # OUTDIR/NAME (the check's stderr and record, what it was told, the
-# coordinator's log, `gpushare-ctl ls` sampled while it ran, each job's
-# output, what it left in its scratch) and one archive of it all of at most
+# coordinator's log, `gpushare-ctl ls` sampled while it ran, the jobs its
+# log names, each job's output, what it left in its scratch) and one archive of it all of at most
 # 16 MiB; reports each check's time against its budget; and names the
 # tested install's gpushare version, never the git checkout of the
 # directory it was started in. Run here as --quick on two checks, from
@@ -89,12 +89,24 @@ grep -q "wrapped" "$out"/torch-interception/*-torch_interception_job.py.err ||
   fail "the interception job's stderr was not kept"
 grep -q "gc-interception" "$out/torch-interception/coordinator/coordinator.log" ||
   fail "the coordinator's log does not name the interception job"
-# The interception job (a second or two here, sampled every 0.5 s) is seen
-# in ls while it runs. (The simulated spill pair may last less than one
-# sampling period.)
-jq -e 'select(.jobs) | .jobs[] | select(.name == "gc-interception")' \
-  "$out/torch-interception/ls-samples.jsonl" >/dev/null ||
-  fail "no ls sample shows the interception job"
+# The jobs each check ran, taken from what its coordinator recorded (the
+# registration and the exit in its log), with the count of ls samples that
+# showed each: a job of a second or two, sampled every 0.5 s, may be in no
+# sample on a loaded machine, so its presence never rests on the samples.
+# The samples ran while the coordinator answered.
+jq -se 'length == 1 and (.[0] | .kind == "job-seen" and .name == "gc-interception"
+        and .registered and (.ended == "exited" or .ended == "disconnected")
+        and (.pids | length) >= 1
+        and (.ls_samples | type == "number"))' \
+  "$out/torch-interception/jobs-seen.jsonl" >/dev/null ||
+  fail "jobs-seen does not record the interception job: $(cat "$out/torch-interception/jobs-seen.jsonl")"
+jq -se 'all(.[]; .registered and (.name | startswith("gc-spill-")))
+        and any(.[]; .name | startswith("gc-spill-opp-"))
+        and any(.[]; .name | startswith("gc-spill-prod-"))' \
+  "$out/memory-spill/jobs-seen.jsonl" >/dev/null ||
+  fail "jobs-seen does not record the spill pair: $(cat "$out/memory-spill/jobs-seen.jsonl")"
+jq -se 'any(.[]; .jobs)' "$out/torch-interception/ls-samples.jsonl" >/dev/null ||
+  fail "no ls sample got an answer from the coordinator"
 # What the spill check left in its scratch: its jobs' output.
 ls "$out"/memory-spill/scratch/*-opportunistic.err >/dev/null 2>&1 ||
   fail "the spill jobs' stderr was not kept"
