@@ -15,14 +15,14 @@
 //   away (the socket closes), keeps the last limits it had, and reconnects
 //   and re-registers when a coordinator appears again (it tries every 100 ms
 //   at first, backing off to 500 ms, so a restart is found well within 2 s).
-//   Every 50 ms it copies the LocalCounters into the telemetry page.
+//   Every 10 ms it copies the LocalCounters into the telemetry page.
 // - The limits themselves (mem_limit(), paused(), compute_limits()...) are
 //   read through their owner, limits.h: from the coordinator's limits page
 //   directly while registered, so a limit change is visible to the next
 //   allocation, with no IPC.
 //
 // The client reads no environment: the interposer reads the job's
-// variables once (interpose/settings.cc) and hands them over in JobIdentity.
+// variables once (interpose/core/settings.cc) and hands them over in JobIdentity.
 //
 // When the coordinator goes away, the job keeps its last compute limits
 // too (an opportunistic job never runs wild against a production job).
@@ -50,7 +50,7 @@ struct JobIdentity {
   const char* name = nullptr;         ///< GPUSHARE_JOB; null or empty: the process name
   Qos qos = kQosProduction;           ///< GPUSHARE_QOS
   const char* socket_path = nullptr;  ///< GPUSHARE_SOCKET; null or empty: the default path
-  /// GPUSHARE_TREE: the job's tree file (lib/interpose/tree.cc), whose
+  /// GPUSHARE_TREE: the job's tree file (lib/interpose/memory/tree.cc), whose
   /// descriptor proves to the coordinator that this process is part of the
   /// job; null or empty: none (the process is a job of its own).
   const char* tree_path = nullptr;
@@ -107,7 +107,7 @@ struct LocalCounters {
   /// there (spill, suspend), which runs on a thread of its own
   /// (interpose/memory/memory_worker.h), so the call returns at once.
   void (*memory_tick)();
-  /// Suspend and resume (layout 4; lib/interpose/suspend.h): the state
+  /// Suspend and resume (layout 4; lib/interpose/memory/suspend.h): the state
   /// (kSuspend*), what a suspend cannot move (kBlocks*), and the bytes a
   /// suspend moved to the host per device.
   std::atomic<std::uint64_t> suspend_state;
@@ -121,7 +121,7 @@ struct LocalCounters {
   /// it (a suspend under way, in force, or being undone). When the
   /// coordinator goes away then, launches stay held on its page while
   /// memory_tick brings the memory back, and the client registers with a
-  /// new coordinator meanwhile (client.cc).
+  /// new coordinator meanwhile (job_client.cc).
   bool (*memory_away)();
   /// Layout 6 (control_block.h, "Migrations and the driver's view"): the
   /// batch under way (kMigration*, when it began, its bytes per device),

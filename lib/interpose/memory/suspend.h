@@ -31,7 +31,7 @@
 // every tick.
 //
 // The coordinator going away while the memory is away (suspend_memory_away):
-// launches stay held on its page (coord/job/client.cc keeps it) while the
+// launches stay held on its page (coord/job/job_client.cc keeps it) while the
 // client thread goes on ticking; with nobody's request on that page, the
 // tick undoes the suspend (a suspend under way stops where it is and what
 // moved comes back, as a withdrawn one does), retrying until the memory
