@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "coord/job/clock.h"
 #include "coord/job/job_client.h"
 #include "coord/job/limits.h"
 #include "coord/job/yield.h"
@@ -100,7 +101,6 @@ struct Registration {
 void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
 /// A line the user must see (Config::warn), once per call.
 void warn_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::uint64_t now_ns();
 int remaining_ms(std::uint64_t deadline_ns);
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout);
 

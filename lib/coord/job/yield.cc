@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "coord/contract/fd_passing.h"
+#include "coord/job/clock.h"
 #include "coord/job/wire.h"
 
 namespace gpushare::coord::job {
@@ -91,13 +92,6 @@ void handle_line(const char* line, int fd) {
   }
 }
 
-std::uint64_t clock_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 }  // namespace
 
 void yield_mark_start(YieldPage* page) {
@@ -106,7 +100,7 @@ void yield_mark_start(YieldPage* page) {
   // The gap just ended. The estimate shrinks at once and grows by an
   // eighth of the difference: a follower errs toward leaving a gap early.
   std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
-  std::uint64_t now = clock_ns();
+  std::uint64_t now = now_ns();
   if (cleared == 0 || now <= cleared) return;
   std::uint64_t gap = now - cleared;
   std::uint64_t estimate = page->gap_ns.load(std::memory_order_relaxed);
@@ -117,7 +111,7 @@ void yield_mark_start(YieldPage* page) {
 void yield_clear_busy() {
   YieldPage* page = g_own_yield.load(std::memory_order_acquire);
   if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) return;
-  page->cleared_ns.store(clock_ns(), std::memory_order_relaxed);  // before the clear is seen
+  page->cleared_ns.store(now_ns(), std::memory_order_relaxed);  // before the clear is seen
   if (page->busy.exchange(0, std::memory_order_release) != 0) {
     futex(&page->busy, FUTEX_WAKE, INT_MAX, nullptr);
   }

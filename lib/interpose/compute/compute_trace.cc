@@ -13,6 +13,7 @@
 
 #include "coord/contract/control_block.h"
 #include "coord/job/job_client.h"
+#include "interpose/core/clock.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
 
@@ -39,13 +40,6 @@ struct Trace {
 };
 
 constinit Trace g_trace;
-
-std::uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 const char* configured_path() { return g_runtime.settings.compute_trace_path; }
 

@@ -259,13 +259,6 @@ std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unr
   return seq;
 }
 
-std::uint64_t monotonic_ns() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(now.tv_nsec);
-}
-
 bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns) {
   if (monotonic_ns() >= deadline_ns) return false;
   if (coord::job::mem_refused_seq(device) == seq) return false;  // no room coming

@@ -406,7 +406,6 @@ Function* lookup_function(CUfunction handle);
 
 // Pools (pool.cc).
 MemPool* device_default_pool(int device);
-void release_pool_allocations_of(Context* ctx);
 
 }  // namespace gpushare::simgpu::driver
 
