@@ -206,11 +206,18 @@ bool suspend_requested() {
          page->suspend_request.load(std::memory_order_acquire) != 0;
 }
 
-bool opportunistic() {
+bool registered() { return g_launch_gate.page.load(std::memory_order_acquire) != nullptr; }
+
+Qos qos() {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
                                       : g_fallbacks.qos.load(std::memory_order_relaxed);
-  return qos == kQosOpportunistic;
+  return qos == kQosOpportunistic ? kQosOpportunistic : kQosProduction;
+}
+
+std::uint32_t pause_reasons() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  return page != nullptr ? page->paused.load(std::memory_order_relaxed) : 0;
 }
 
 }  // namespace gpushare::coord::job

@@ -12,11 +12,14 @@
 //   it set, else the job's own cap (GPUSHARE_COMPUTE).
 // - Pauses and the suspend request (registered only: a dead coordinator
 //   pauses nobody).
-// - The class the coordinator gives the job.
+// - The class the coordinator gives the job, and whether a coordinator is
+//   there at all (registered()).
 //
 // While registered every read goes to the coordinator's limits page (shared
 // memory the job maps read-only); unregistered, to the fallbacks kept here,
-// which the client (job_client.cc) fills from the page it retires. Lock-free
+// which the client (job_client.cc) fills from the page it retires, through
+// the calls client_state.h declares for it. The interposer reads every
+// limit and the class here, never the page itself. Lock-free
 // loads only: called on every allocation and on the launch path. Job side
 // only: libc, no libstdc++.
 #pragma once
@@ -107,26 +110,16 @@ void wait_while_paused();
 /// while unregistered.
 bool suspend_requested();
 
-/// Whether the coordinator currently classes the job as opportunistic.
-bool opportunistic();
+/// Whether the job is registered with a coordinator now (its limits page
+/// is in force). One load.
+bool registered();
 
-namespace client_detail {
+/// The job's class: the coordinator's while registered, else the last one
+/// it set, else the class the job was started with (GPUSHARE_QOS).
+Qos qos();
 
-// The client's side of the owner (job_client.cc, registration.cc): how the
-// fallbacks are set and read.
-
-/// At client_start: the class and compute cap the job was started with, on
-/// `device_count` devices.
-void start_own_limits(Qos qos, std::uint64_t compute_cap_ppm, int device_count);
-/// Keeps a limits page's limits (memory, class, compute) as the fallbacks:
-/// the job runs on them while no coordinator is there.
-void keep_page_limits(const LimitsPage* page, int device_count);
-/// What a registration asks with: the start limits and the limits in force
-/// now (so a restarted coordinator keeps them), `count` entries each.
-void registration_limits(std::uint64_t* start, std::uint64_t* now, int count);
-/// The class in force while unregistered.
-Qos fallback_qos();
-
-}  // namespace client_detail
+/// Why launches wait now (kPause* bits, control_block.h); 0 while
+/// unregistered or running.
+std::uint32_t pause_reasons();
 
 }  // namespace gpushare::coord::job

@@ -24,6 +24,7 @@
 #include "coord/contract/fd_passing.h"
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
+#include "coord/job/limits.h"
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 

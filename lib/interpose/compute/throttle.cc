@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "coord/contract/control_block.h"
 #include "coord/job/yield.h"
 #include "interpose/core/runtime.h"
