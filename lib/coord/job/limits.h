@@ -27,21 +27,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "coord/contract/compute_limits.h"
 #include "coord/contract/control_block.h"
 #include "vocab/size.h"
 
 namespace gpushare::coord::job {
-
-/// One device's compute limits as the job sees them (control_block.h).
-struct ComputeView {
-  std::uint64_t launch_budget = kNoLimit;
-  std::uint64_t launch_window_ns = 0;
-  std::uint64_t max_queued = kNoLimit;
-  std::uint64_t compute_cap_ppm = kNoLimit;
-  /// Yield slots to wait for (layout 4); kept, like the limits, when the
-  /// coordinator goes away (yield.h bounds a mark nobody clears).
-  std::uint64_t yield_mask = 0;
-};
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the
 /// coordinator's limits page while registered (null otherwise), and the
@@ -83,9 +73,11 @@ std::uint64_t device_resident_target(int device);
 /// number; control_block.h), or 0 while unregistered.
 std::uint64_t mem_refused_seq(int device);
 
-/// A device's compute limits: the coordinator's while registered, else the
-/// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
-void compute_limits(int device, ComputeView* out);
+/// A device's compute limits (coord/contract/compute_limits.h): the
+/// coordinator's while registered, else the last ones it set, else the
+/// job's own GPUSHARE_COMPUTE cap. The yield mask is kept, like the limits,
+/// when the coordinator goes away (yield.h bounds a mark nobody clears).
+ComputeLimits compute_limits(int device);
 
 /// Whether a launch must take the slow path: paused, or a compute limit in
 /// force on some device. Two loads from one cache line of the limits page
