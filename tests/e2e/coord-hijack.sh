@@ -9,31 +9,11 @@
 # too (SO_PEERCRED on the client side).
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/coord.inc"
+. "$e2e_dir/users.inc"
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to play two other users"
-command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
-
-# Two unprivileged uids that no one else uses now (numeric: no accounts needed).
-attacker=$((20000 + RANDOM % 10000))
-victim=$((attacker + 10000))
-as_attacker=(setpriv --reuid="$attacker" --regid="$attacker" --clear-groups)
-as_victim=(setpriv --reuid="$victim" --regid="$victim" --clear-groups)
 victim_dir=/tmp/gpushare-$victim
 [ -e "$victim_dir" ] && skip "$victim_dir exists already"
-open_dir=$(mktemp -d /tmp/gpushare-hijack.XXXXXX)
-chmod 0777 "$open_dir"
-# Stop the other users' processes before removing their directories (a
-# coordinator still running could write into one while it is removed).
-teardown() {
-  local status=$?
-  jobs -p | xargs -r kill 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$victim_dir" "$open_dir" 2>/dev/null || true
-  (exit "$status")
-  cleanup
-}
-trap teardown EXIT
-chmod 0711 "$scratch"  # the users run binaries and read nothing else here
+remove_at_exit "$victim_dir"
 
 # attacker_serve SOCKET: the attacker's coordinator, in the background.
 attacker_serve() {

@@ -6,8 +6,7 @@
 # all), so 1012 kernels of 1 ms return only once 500 have finished.
 # (Lower bounds on time: load only lengthens them.)
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -5,8 +5,7 @@
 # CUDA_ERROR_INVALID_VALUE, no current context CUDA_ERROR_INVALID_CONTEXT,
 # a destroyed context too; calls before cuInit CUDA_ERROR_NOT_INITIALIZED.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB
+use_sim GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=300MiB
 client="$libexec/tests/gpushare-cuda-client"
 MiB=$((1 << 20))
 free_list() { jq -r 'select(.step=="info") | .free_bytes / 1048576' "$scratch/out" | tr '\n' ' '; }

@@ -7,8 +7,7 @@
 # cover the host's own copying of the bytes, so their figures are the
 # model's (exact); wall-clock figures get generous margins.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 # value STEP FIELD [N]: FIELD of the Nth STEP line of the last run.
 value() { jq -r "select(.step==\"$1\") | .$2" "$scratch/out" | sed -n "${3:-1}p"; }

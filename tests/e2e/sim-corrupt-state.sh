@@ -4,8 +4,7 @@
 # documented CUDA errors, and no crash, from the driver, NVML, the probe
 # and the workload alike.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 workload="$libexec/gpushare-workload"
 state=$GPUSHARE_SIM_STATE

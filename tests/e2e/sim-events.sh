@@ -5,8 +5,7 @@
 # whole wait); queries say CUDA_ERROR_NOT_READY until the work is
 # done, and a synchronisation waits for it.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 elapsed() { jq -r 'select(.step=="events") | .elapsed_ms' "$scratch/out"; }

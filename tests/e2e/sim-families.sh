@@ -5,8 +5,7 @@
 # a synchronisation; managed memory gives way to other allocations by
 # moving to the host, data intact.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 # free_after N: free_bytes of the Nth info step.

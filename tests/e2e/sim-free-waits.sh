@@ -7,8 +7,7 @@
 # that returns at once behind a 300 ms kernel (it took well under 1 ms), or
 # a stream-ordered free that waits.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 value() { jq -r "select(.step==\"$1\") | .$2" "$scratch/out" | sed -n "${3:-1}p"; }
 above() { awk -v v="$1" -v lo="$2" 'BEGIN { exit !(v >= lo) }'; }

@@ -5,8 +5,7 @@
 # a kernel of the simulator's text module format (its declared duration,
 # whatever the parameter); stream priorities are clamped to the range.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 # Each events step follows a 20 ms lead kernel, so its time is exact.
 elapsed() { jq -r 'select(.step=="events") | .elapsed_ms' "$scratch/out" | tr '\n' ' '; }

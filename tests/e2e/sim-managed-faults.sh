@@ -13,8 +13,7 @@
 # process waits behind the faults' link time reserved before it (at least
 # 50 ms; 0.1 ms on an idle link).
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_MANAGED_SLOWDOWN=100
 client="$libexec/tests/gpushare-cuda-client"
 

@@ -10,8 +10,7 @@
 # must take at least 800 ms of it (the host's delay between the prefetch and
 # the synchronisation is the difference).
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_MIGRATE_BANDWIDTH=256MiB
 client="$libexec/tests/gpushare-cuda-client"
 # elapsed: the events steps' times (each after a lead kernel, so exact).

@@ -3,8 +3,7 @@
 # makes another's 4 GiB allocation fail with CUDA_ERROR_OUT_OF_MEMORY, and
 # succeed once the first has exited. Both see the same free memory.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 

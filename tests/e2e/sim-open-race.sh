@@ -6,8 +6,7 @@
 # that, some openings said "corrupt state (inconsistent scheduler model)"
 # and cuInit failed with CUDA_ERROR_OPERATING_SYSTEM.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 
 "$client" init >/dev/null || fail "the first client failed"

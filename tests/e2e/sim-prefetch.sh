@@ -12,8 +12,7 @@
 # Processes meet through files (ready:FILE, wait:FILE), never sleeps.
 . "$(dirname "$0")/common.inc"
 . "$e2e_dir/mem.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 

@@ -4,8 +4,7 @@
 # back to the next process that needs it, and NVML stops listing it; its
 # unfinished kernels are dropped.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=0
+use_sim GPUSHARE_SIM_MEMORY=8GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 client="$libexec/tests/gpushare-cuda-client"
 # listed PID: whether the nvml step in $scratch/out lists PID.
 listed() {

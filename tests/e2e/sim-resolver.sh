@@ -5,8 +5,7 @@
 # version; and the address is the simulator's own. A client bound entirely
 # through the resolver (per-thread too) or dlsym runs a whole job.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 
 queries=(

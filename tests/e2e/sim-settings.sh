@@ -6,8 +6,7 @@
 # GPUSHARE_SIM_MAX_PENDING is how many unfinished kernels a stream holds
 # before a launch waits. And the workload exits 1 on a checksum mismatch.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 step() { jq -r "select(.step==\"$1\") | .$2" "$scratch/out"; }
 

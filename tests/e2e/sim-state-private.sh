@@ -6,31 +6,14 @@
 # that another user planted is refused with a clear message, and so is an
 # explicit GPUSHARE_SIM_STATE file that another user owns or may write.
 . "$(dirname "$0")/common.inc"
+. "$e2e_dir/users.inc"
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to play two other users"
-command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
-attacker=$((20000 + RANDOM % 10000))
-victim=$((attacker + 10000))
-as_attacker=(setpriv --reuid="$attacker" --regid="$attacker" --clear-groups)
-as_victim=(setpriv --reuid="$victim" --regid="$victim" --clear-groups env -u GPUSHARE_SIM_STATE)
+as_victim+=(env -u GPUSHARE_SIM_STATE)
 base=/dev/shm
 [ -w /dev/shm ] || base=/tmp
 victim_dir=$base/gpushare-sim.$victim
 [ -e "$victim_dir" ] && skip "$victim_dir exists already"
-open_dir=$(mktemp -d /tmp/gpushare-simstate.XXXXXX)
-chmod 0777 "$open_dir"
-# Stop the other users' processes before removing their directories (a
-# coordinator still running could write into one while it is removed).
-teardown() {
-  local status=$?
-  jobs -p | xargs -r kill 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$victim_dir" "$open_dir" 2>/dev/null || true
-  (exit "$status")
-  cleanup
-}
-trap teardown EXIT
-chmod 0711 "$scratch"
+remove_at_exit "$victim_dir"
 workload=(gpushare-run --sim --no-coordinator "$libexec/gpushare-workload" --iterations 1 --mem 1MiB)
 
 # 1. The attacker creates the victim's default directory first.

@@ -7,8 +7,7 @@
 # only lengthen times, so these lower bounds do not flake; the upper bound
 # only catches a hang.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 wall_ms() { jq -r 'select(.step=="timed") | .wall_ms | floor' "$1"; }

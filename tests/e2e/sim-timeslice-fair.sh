@@ -7,8 +7,7 @@
 # last) leaves room for the processes to start up to about 900 ms apart on
 # a loaded machine.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 wait_file() { for _ in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 

@@ -9,8 +9,7 @@
 # 600 ms and over 1000 ms (a loaded machine only delays the short job's
 # start, which shortens the fifo wait by as much: up to 500 ms is tolerated).
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 client="$libexec/tests/gpushare-cuda-client"
 
 # run POLICY: the long job queues its 2 s and then signals; the short job,

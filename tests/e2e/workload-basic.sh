@@ -4,8 +4,7 @@
 # least the device's 3 x 2 ms, and no more than the wall time), memory that grows inside iterations, every
 # allocation kind, and a checksum that verifies and is reproducible.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 workload="$libexec/gpushare-workload"
 [ -x "$workload" ] || fail "gpushare-workload is not installed in $libexec"
 

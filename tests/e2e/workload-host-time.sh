@@ -5,8 +5,7 @@
 # spaced at least an iteration apart).
 . "$(dirname "$0")/common.inc"
 workload="$libexec/gpushare-workload"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 
 # 5 iterations of 1 kernel of 1 ms and 20 ms of host time: each iteration
 # takes at least 21 ms, of which the GPU ran 1 ms.

@@ -3,8 +3,7 @@
 # and the error: out of memory for the working set, a pool allocation, and
 # memory grown inside an iteration.
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=2GiB
+use_sim GPUSHARE_SIM_MEMORY=2GiB
 workload="$libexec/gpushare-workload"
 
 expect_exit 1 "$workload" --mem 3GiB

@@ -6,8 +6,7 @@
 # workloads have no start barrier, so how much they overlap depends on the
 # machine's load; only lower bounds on time are checked.)
 . "$(dirname "$0")/common.inc"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim" GPUSHARE_SIM_MEMORY=8GiB
+use_sim GPUSHARE_SIM_MEMORY=8GiB
 workload="$libexec/gpushare-workload"
 job=(--iterations 40 --kernels-per-iter 1 --kernel-us 5000 --verify 1MiB)
 elapsed() { jq -r 'select(.kind=="workload-summary") | .elapsed_ms | floor' "$1"; }

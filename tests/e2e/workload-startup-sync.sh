@@ -7,8 +7,7 @@
 # synchronised; a group's synchronised record carries the group's GPU time.
 . "$(dirname "$0")/common.inc"
 workload="$libexec/gpushare-workload"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 
 # Two start-up steps of four 1-ms kernels with 150 ms of host pause each:
 # each at least 152 ms before the first iteration (the first half's kernels

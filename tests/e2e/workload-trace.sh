@@ -5,8 +5,7 @@
 # input error naming FILE:LINE:COL, with nothing on stdout.
 . "$(dirname "$0")/common.inc"
 workload="$libexec/gpushare-workload"
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 traces="$libexec/bench/traces"
 [ -f "$traces/resnet50-32.csv" ] || fail "the kernel traces are not installed in $traces"
 

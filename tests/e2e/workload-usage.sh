@@ -7,8 +7,7 @@
 workload="$libexec/gpushare-workload"
 [ -x "$workload" ] || fail "gpushare-workload is not installed in $libexec"
 # A driver-API program: it starts only where a libcuda.so.1 is found.
-[ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
-export LD_LIBRARY_PATH="$libexec/sim"
+use_sim
 page="$GPUSHARE_SOURCE_DIR/man/gpushare-workload.1.scd"
 
 expect_exit 0 "$workload" --help
