@@ -1,7 +1,7 @@
 // libgpushare-test-slow-hook.so: a stand-in interposer whose hooks cost a
 // known time (a busy wait, then the driver's own entry point), for the test
 // that the overhead bench sees a cost where there is one
-// (e2e/bench-interpose-detects.sh): 2 us per cuLaunchKernel, 50 us per
+// (e2e/bench/interpose-detects.sh): 2 us per cuLaunchKernel, 50 us per
 // cuMemAlloc_v2 (the simulator's allocate+free varies by several us on a
 // loaded machine, so its cost must stand well clear of that).
 #define _GNU_SOURCE

@@ -1,11 +1,11 @@
 // gpushare-probe: measures what placement and limits need.
 //
 // main() parses into ProbeOptions and dispatches on the mode:
-//   device        one JSON record per GPU (device.cc)
-//   memory        a job's memory curve, profile and speed under caps (memory.cc)
+//   device        one JSON record per GPU (verb_device.cc)
+//   memory        a job's memory curve, profile and speed under caps (verb_memory.cc)
 //   interference  jobs alone and in pairs, uncontrolled and under QoS
-//                 (interference.cc)
-//   node          this machine's GPUs as a cluster TOML fragment (node.cc)
+//                 (verb_interference.cc)
+//   node          this machine's GPUs as a cluster TOML fragment (verb_node.cc)
 #include <string>
 
 #include "common/cli.h"

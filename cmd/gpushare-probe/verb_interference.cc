@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "common/jsonl.h"
@@ -42,14 +43,9 @@ namespace {
 
 namespace exit_status = gpushare::exit_status;
 using gpushare::make_error;
+using gpushare::monotonic_ms;
 using gpushare::Result;
 using nlohmann::ordered_json;
-
-double now_ms() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
 
 double round3(double value) { return std::round(value * 1000) / 1000; }
 
@@ -66,8 +62,8 @@ class LaunchMeter {
   void set_pid(std::size_t job, pid_t pid) { pgids_[job] = pid; }
 
   void poll() {
-    if (now_ms() < next_) return;
-    next_ = now_ms() + 100;
+    if (monotonic_ms() < next_) return;
+    next_ = monotonic_ms() + 100;
     if (!connection_) {
       auto connected = gpushare::coord::ctl::CtlConnection::connect(socket_, std::chrono::seconds(1));
       if (!connected) return;
@@ -78,7 +74,7 @@ class LaunchMeter {
       connection_.reset();
       return;
     }
-    double t = now_ms();
+    double t = monotonic_ms();
     for (const ordered_json& record : *records) {
       if (!record.is_object() || record.value("kind", "") != "job" || !record.contains("pid") ||
           !record["pid"].is_number_integer() || !record.contains("launches") ||

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/diag.h"
 #include "common/exit_status.h"
 #include "probe.h"
@@ -20,12 +21,7 @@ namespace probe_cmd {
 namespace {
 
 namespace exit_status = gpushare::exit_status;
-
-double now_ms() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
+using gpushare::monotonic_ms;
 
 // A TOML basic string.
 std::string toml_string(const std::string& text) {
@@ -71,8 +67,8 @@ std::vector<double> utilisation(gpushare::probe::GpuApi& api,
       start_busy[d] = static_cast<double>(stats->busy_ns);
     }
   }
-  double start = now_ms();
-  for (double next = start; now_ms() - start < window_ms; next += 100) {
+  double start = monotonic_ms();
+  for (double next = start; monotonic_ms() - start < window_ms; next += 100) {
     for (std::size_t d = 0; d < n; ++d) {
       if (start_busy[d] >= 0) continue;
       if (auto util = api.nvml_utilisation(devices[d].uuid)) {
@@ -81,14 +77,14 @@ std::vector<double> utilisation(gpushare::probe::GpuApi& api,
       }
     }
     double wake = std::min(next + 100, start + window_ms);
-    double wait = wake - now_ms();
+    double wait = wake - monotonic_ms();
     if (wait > 0) {
       timespec pause{static_cast<time_t>(wait / 1e3),
                      static_cast<long>(std::fmod(wait, 1e3) * 1e6)};
       nanosleep(&pause, nullptr);
     }
   }
-  double elapsed_ms = now_ms() - start;
+  double elapsed_ms = monotonic_ms() - start;
   std::vector<double> out(n, 0);
   for (std::size_t d = 0; d < n; ++d) {
     if (start_busy[d] >= 0) {

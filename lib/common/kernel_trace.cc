@@ -72,8 +72,6 @@ class CsvReader {
     return make_error(std::string(name_) + ":" + std::to_string(line_number_) + ":" +
                       std::to_string(column) + ": " + message);
   }
-  /// An error at the start of the current field.
-  Error at_field(const std::string& message) const { return at(field_column_ + 1, message); }
 
  private:
   std::string_view text_;

@@ -59,4 +59,39 @@ Result<std::uint64_t> parse_compute_share(std::string_view text) {
   return ppm;
 }
 
+Result<JobProperties> parse_job_properties(const std::vector<std::string>& texts,
+                                           PropertiesFor where) {
+  JobProperties set;
+  for (const std::string& text : texts) {
+    Result<Property> property = split_property(text);
+    if (!property) return property.error();
+    const std::string& key = property->key;
+    std::string& value = property->value;
+    if (key == "mem-limit") {
+      set.mem_limit = std::move(value);
+    } else if (key == "qos") {
+      Result<Qos> qos = parse_qos_property(value);
+      if (!qos) return qos.error();
+      set.qos = *qos;
+    } else if (key == "name") {
+      if (Status ok = check_job_name_property(value); !ok) return ok.error();
+      set.name = std::move(value);
+    } else if (key == "compute") {
+      if (Result<std::uint64_t> ok = parse_compute_share(value); !ok) return ok.error();
+      set.compute = std::move(value);
+    } else if ((key == "gpu" || key == "log") && where == PropertiesFor::kRunningJob) {
+      return make_error("property '" + key + "' cannot change on a running job");
+    } else if (key == "gpu") {
+      set.gpu = std::move(value);
+    } else if (key == "log") {
+      set.log = std::move(value);
+    } else {
+      return make_error("unknown property '" + key + "' (known: mem-limit, qos, name, compute" +
+                        (where == PropertiesFor::kStart ? ", gpu, log)" : ")"));
+    }
+  }
+  return set;
+}
+
 }  // namespace gpushare
+

@@ -11,10 +11,12 @@
 #include <cstring>
 
 #include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "interpose/compute/throttle.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
 #include "interpose/driver/real_dlsym.h"
+#include "interpose/memory/memory_worker.h"
 #include "interpose/memory/suspend.h"
 #include "interpose/memory/tree.h"
 #include "interpose/memory/vmm_backing.h"
@@ -37,8 +39,7 @@ void warn_coordinator_line(const char* line) { log_message(LogLevel::kWarning, "
 // Printed at any GPUSHARE_LOG level: it is the one line the user must see.
 void say_when_unregistered(const Settings& settings) {
   static std::atomic<bool> said{false};
-  if (!settings.launched_for_coordinator ||
-      coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr || said.exchange(true)) {
+  if (!settings.launched_for_coordinator || coord::job::registered() || said.exchange(true)) {
     return;
   }
   if (settings.qos == kQosOpportunistic) {
@@ -78,7 +79,7 @@ void start_coordinator_client(int count) {
     job.devices[index].mem_total_bytes = device.physical_total;
   }
   g_counters.launches_total = &launches_total;
-  g_counters.memory_tick = &memory_tick;  // suspend.h: suspend, resume, else spill
+  g_counters.memory_tick = &memory_tick;  // memory_worker.h: suspend, resume, else spill
   g_counters.before_retire = &suspend_before_retire;
   g_counters.memory_away = &suspend_memory_away;
   coord::job::client_start(job, &g_counters);

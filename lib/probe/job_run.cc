@@ -10,14 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace gpushare::probe {
 namespace {
-
-double now_ms() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
 
 void sleep_until_ms(double deadline_ms) {
   timespec at;
@@ -139,19 +135,19 @@ Result<Spawned> spawn_job(const LaunchPlan& plan) {
 
 int stop_job(pid_t pid, int grace_ms) {
   kill(-pid, SIGTERM);
-  double deadline = now_ms() + grace_ms;
+  double deadline = monotonic_ms() + grace_ms;
   int status = 0;
   for (;;) {
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) return 1;
-    if (now_ms() >= deadline) {
+    if (monotonic_ms() >= deadline) {
       kill(-pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       break;
     }
-    sleep_until_ms(now_ms() + 5);
+    sleep_until_ms(monotonic_ms() + 5);
   }
   // Whatever is left of its group goes too.
   kill(-pid, SIGKILL);
@@ -180,17 +176,17 @@ Result<std::vector<JobTrace>> sample_jobs(GpuApi& api, const std::vector<std::st
   std::size_t left = pids.size();
   for (std::size_t j = 0; j < pids.size(); ++j) traces[j].pid = pids[j];
   std::vector<std::vector<std::uint64_t>> usage(pids.size());
-  const double start = now_ms();
+  const double start = monotonic_ms();
   double next_util = start;
   for (long tick = 0; left > 0; ++tick) {
-    double t = now_ms() - start;
+    double t = monotonic_ms() - start;
     bool interrupted = options.interrupted != nullptr && *options.interrupted != 0;
     if ((options.duration_ms && t >= *options.duration_ms) || interrupted) {
       for (std::size_t j = 0; j < pids.size(); ++j) {
         if (!running[j]) continue;
         traces[j].exit_status = stop_job(pids[j], 5000);
         traces[j].stopped = true;
-        traces[j].elapsed_ms = now_ms() - start;
+        traces[j].elapsed_ms = monotonic_ms() - start;
       }
       break;
     }
@@ -202,8 +198,8 @@ Result<std::vector<JobTrace>> sample_jobs(GpuApi& api, const std::vector<std::st
     }
     bool busy_known = false;
     std::uint64_t busy = busy_ns(api, uuids.size(), &busy_known);
-    bool read_util = !busy_known && now_ms() >= next_util;
-    if (read_util) next_util = now_ms() + 100;
+    bool read_util = !busy_known && monotonic_ms() >= next_util;
+    if (read_util) next_util = monotonic_ms() + 100;
     for (std::size_t j = 0; j < pids.size(); ++j) {
       if (!running[j]) continue;
       MemorySample sample;
@@ -225,13 +221,13 @@ Result<std::vector<JobTrace>> sample_jobs(GpuApi& api, const std::vector<std::st
         running[j] = false;
         --left;
         traces[j].exit_status = shell_status(status);
-        traces[j].elapsed_ms = now_ms() - start;
+        traces[j].elapsed_ms = monotonic_ms() - start;
         kill(-pids[j], SIGKILL);  // stragglers of its group
       }
     }
     // Absolute deadlines: a late sample does not shift the ones after it.
     double next = start + static_cast<double>(tick + 1) * options.interval_ms;
-    if (next > now_ms()) sleep_until_ms(next);
+    if (next > monotonic_ms()) sleep_until_ms(next);
   }
   return traces;
 }

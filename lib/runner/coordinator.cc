@@ -12,16 +12,11 @@
 #include <cstring>
 #include <vector>
 
+#include "common/clock.h"
 #include "coord/contract/socket_path.h"
 
 namespace gpushare {
 namespace {
-
-long long now_ms() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<long long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
-}
 
 // Runs `ctl_path --socket SOCKET serve ARGS... --log-file LOG` in this
 // (child) process with stdio on /dev/null, so nothing it says reaches the
@@ -50,7 +45,7 @@ long long now_ms() {
 // early exit ends the wait at once.
 Status wait_until_serving(const std::string& socket_path, int timeout_ms, pid_t child,
                           const std::string& log_path) {
-  long long deadline = now_ms() + timeout_ms;
+  std::uint64_t deadline = monotonic_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000;
   for (;;) {
     if (coord::probe_socket(socket_path.c_str()) == coord::SocketProbe::kLive) return {};
     int status = 0;
@@ -58,7 +53,7 @@ Status wait_until_serving(const std::string& socket_path, int timeout_ms, pid_t 
       return make_error("the coordinator for " + socket_path + " exited at once (see " + log_path +
                         ")");
     }
-    if (now_ms() >= deadline) break;
+    if (monotonic_ns() >= deadline) break;
     timespec pause{0, 10 * 1000 * 1000};
     nanosleep(&pause, nullptr);
   }

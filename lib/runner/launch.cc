@@ -47,29 +47,14 @@ Status check_gpu(const std::string& gpu) {
 }  // namespace
 
 Status apply_properties(RunRequest& request) {
-  for (const std::string& text : request.properties) {
-    Result<Property> property = split_property(text);
-    if (!property) return property.error();
-    const std::string& key = property->key;
-    if (key == "qos") {
-      Result<Qos> qos = parse_qos_property(property->value);
-      if (!qos) return qos.error();
-      request.qos = *qos;
-    } else if (key == "mem-limit") {
-      request.mem_limit = property->value;
-    } else if (key == "name") {
-      request.name = property->value;
-    } else if (key == "gpu") {
-      request.gpu = property->value;
-    } else if (key == "log") {
-      request.log_level = property->value;
-    } else if (key == "compute") {
-      request.compute = property->value;
-    } else {
-      return make_error("unknown property '" + key +
-                        "' (known: qos, mem-limit, name, gpu, log, compute)");
-    }
-  }
+  Result<JobProperties> set = parse_job_properties(request.properties, PropertiesFor::kStart);
+  if (!set) return set.error();
+  if (set->qos) request.qos = *set->qos;
+  if (set->mem_limit) request.mem_limit = std::move(set->mem_limit);
+  if (set->name) request.name = std::move(set->name);
+  if (set->gpu) request.gpu = std::move(set->gpu);
+  if (set->log) request.log_level = std::move(set->log);
+  if (set->compute) request.compute = std::move(set->compute);
   return {};
 }
 

@@ -183,7 +183,6 @@ class StateFile {
   /// when absent or empty; refuses a foreign, outdated or corrupt file.
   bool open(const SimConfig& config, char* error, std::size_t error_bytes);
   void close();
-  bool is_open() const { return layout_ != nullptr; }
   StateLayout* layout() const { return layout_; }
 
   /// Takes the lock, waiting at most kLockTimeoutNs. After a holder died,
@@ -329,7 +328,9 @@ int parse_visible_devices(const char* text, int physical_count, int visible[kMax
 /// The layout's scheduling policy as the config names it (0 timeslice, 1 fifo).
 SchedPolicy sched_policy_of(const SimConfig& config);
 
-/// CLOCK_MONOTONIC in nanoseconds: the timeline's clock.
+/// CLOCK_MONOTONIC in nanoseconds: the timeline's clock. lib/common/clock.h's
+/// twin, since the simulator may not include lib/common (it links libc only:
+/// CONTRIBUTING.md); the driver's now_ns() reads this one.
 std::int64_t monotonic_ns();
 
 }  // namespace gpushare::simgpu

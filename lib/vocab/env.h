@@ -1,7 +1,9 @@
 // The environment variables gpushare-run sets for a job and the interposer
 // reads (gpushare-run(1), ENVIRONMENT). One list, so that the writer and the
 // reader cannot drift apart. The job reads them once, at load time
-// (interpose/settings.cc); nothing on a hot path calls getenv.
+// (interpose/core/settings.cc; the tree file's constructor,
+// interpose/memory/tree.cc, reads kTree and kDisable before that, since it
+// sets kTree); nothing on a hot path calls getenv.
 #pragma once
 
 namespace gpushare::env {

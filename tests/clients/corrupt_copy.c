@@ -1,7 +1,7 @@
 // libgpushare-test-corrupt-copy.so: preloaded into a driver-API program, it
 // hands back every device-to-host copy (cuMemcpyDtoH_v2) with its first
 // byte inverted, as if the device memory had changed under the program.
-// For the workload's checksum-mismatch test (e2e/sim-settings.sh): a
+// For the workload's checksum-mismatch test (e2e/sim/settings.sh): a
 // workload that verifies its data must notice and exit 1.
 #define _GNU_SOURCE
 #include <cuda.h>

@@ -1,5 +1,5 @@
 # How an end-to-end script becomes a CTest test, shared by tests/CMakeLists.txt
-# and the test of this rule itself (e2e/ctest-skip-rule.sh).
+# and the test of this rule itself (e2e/ctest/skip-rule.sh).
 #
 # A script skips by exiting 77 (common.inc's skip() prints "skipped: why"
 # and exits 77); CTest reports that as skipped (SKIP_RETURN_CODE). A line

@@ -32,6 +32,7 @@
 
 #include "common/units.h"
 #include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "vocab/env.h"
 #include "vocab/job.h"
 
@@ -62,7 +63,7 @@ std::string status_json(const char* kind) {
          ",\"mem_limit_bytes\":" + limit_json(coord::job::mem_limit(0)) +
          ",\"mem_used_bytes\":" + std::to_string(g_counters.mem_used_bytes[0].load()) +
          ",\"paused\":" + (coord::job::paused() ? "true" : "false") + ",\"qos\":\"" +
-         (coord::job::opportunistic() ? "opportunistic" : "production") +
+         (coord::job::qos() == kQosOpportunistic ? "opportunistic" : "production") +
          "\",\"launches\":" + std::to_string(g_counters.launches.load()) + "}";
 }
 

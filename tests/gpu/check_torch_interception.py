@@ -24,7 +24,7 @@ import gpucheck
 LIMIT = 4 << 30
 # Entry points that must never reach the driver unwrapped: what takes or
 # gives back device memory, reports capacity, makes contexts or launches
-# kernels (lib/interpose/hooks.def wraps each). The CUDA runtime resolves
+# kernels (lib/interpose/driver/hooks.def wraps each). The CUDA runtime resolves
 # its whole table at start, so every other entry point passing through is
 # normal and only counted.
 GUARDED = {

@@ -13,6 +13,7 @@ Standard library only, like the checks.
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -109,6 +110,55 @@ def collect_coordinator(run_dir, dest, coordinator_gone):
         except OSError:
             continue
     return copied
+
+
+# The coordinator's notes of a job's registration and of a process leaving
+# (lib/coord/server: server_requests.cc and server.cc).
+_REGISTERED = re.compile(r"job (\d+) '([^']*)' registered: pid (\d+)")
+_JOINED = re.compile(r"pid (\d+) joined job (\d+) '([^']*)'")
+_LEFT = re.compile(r"job (\d+) '([^']*)' \(pid (\d+)\) (.+?)(; the job's other processes go on)?$")
+
+
+def jobs_seen(evidence):
+    """Writes EVIDENCE/jobs-seen.jsonl: one record per job the check's
+    coordinator registered, as its log tells it (its id, name, pids, and how
+    its last process left), with the number of `ls` samples that showed it.
+    The log is the evidence that a job ran; the samples, taken every half
+    second, may miss a job shorter than that, so a job's presence is never
+    taken from them alone. Returns the records."""
+    jobs = {}
+    try:
+        with open(os.path.join(evidence, "coordinator", "coordinator.log"),
+                  errors="replace") as log:
+            for line in log:
+                line = line.rstrip("\n")
+                if m := _REGISTERED.search(line):
+                    jobs[int(m[1])] = {"kind": "job-seen", "version": 1, "job_id": int(m[1]),
+                                       "name": m[2], "pids": [int(m[3])], "registered": True,
+                                       "ended": None}
+                elif (m := _JOINED.search(line)) and int(m[2]) in jobs:
+                    jobs[int(m[2])]["pids"].append(int(m[1]))
+                elif (m := _LEFT.search(line)) and int(m[1]) in jobs and not m[5]:
+                    jobs[int(m[1])]["ended"] = m[4]
+    except OSError:
+        pass
+    shown = {}
+    try:
+        with open(os.path.join(evidence, "ls-samples.jsonl"), errors="replace") as samples:
+            for line in samples:
+                try:
+                    sample = json.loads(line)
+                except ValueError:
+                    continue
+                for job in sample.get("jobs") or []:
+                    if isinstance(job, dict) and isinstance(job.get("id"), int):
+                        shown[job["id"]] = shown.get(job["id"], 0) + 1
+    except OSError:
+        pass
+    records = [dict(job, ls_samples=shown.get(job_id, 0)) for job_id, job in sorted(jobs.items())]
+    with open(os.path.join(evidence, "jobs-seen.jsonl"), "w") as out:
+        out.writelines(json.dumps(record) + "\n" for record in records)
+    return records
 
 
 def copy_scratch(source, dest):

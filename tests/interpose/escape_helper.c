@@ -1,5 +1,5 @@
 /* libgs-escape-helper.so: a library that reaches the CUDA driver on its
- * own, for tests/e2e/interpose-loader-escape.sh. It is
+ * own, for tests/e2e/interpose/loader-escape.sh. It is
  * linked to libcuda.so.1 and loaded by gs-attack with RTLD_DEEPBIND (its
  * own dependencies, the driver among them, come before the preloaded
  * interposer) or with dlmopen(LM_ID_NEWLM) (a namespace of its own, where

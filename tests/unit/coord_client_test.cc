@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "coord/ctl/ctl_client.h"
 #include "coord/server/server.h"
 
@@ -109,7 +110,8 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
   CHECK(registrations() == before + 1);
   REQUIRE(job_id() != 0);
   CHECK(mem_limit(0) == 4 * GiB);
-  CHECK(opportunistic());
+  CHECK(registered());
+  CHECK(qos() == kQosOpportunistic);
   CHECK(mem_limit(1) == kNoLimit);
   CHECK(mem_limit(-1) == kNoLimit);
 
@@ -138,6 +140,7 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
   SECTION("a paused job's launches wait until resume") {
     request(socket, PauseRequest{"unit-job", true});
     CHECK(paused());
+    CHECK(pause_reasons() == kPauseOperator);
     auto waiter = std::async(std::launch::async, [] { wait_while_paused(); });
     // Still waiting after longer than the 100 ms safety-net recheck.
     CHECK(waiter.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);
@@ -145,6 +148,7 @@ TEST_CASE("a job registers, follows live limits and reports telemetry", "[coord]
     // Woken by resume (a futex wake); the bound is only a fault's.
     CHECK(waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
     CHECK_FALSE(paused());
+    CHECK(pause_reasons() == 0);
   }
   SECTION("stopping the client makes the coordinator forget the job") {
     client_stop();
@@ -174,7 +178,9 @@ TEST_CASE("a job outlives its coordinator and re-registers with the next one", "
   // Nothing blocks on a dead coordinator: the paused launch goes on.
   CHECK(waiter.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   CHECK(eventually([] { return job_id() == 0; }, std::chrono::seconds(5)));
+  CHECK_FALSE(registered());
   CHECK_FALSE(paused());
+  CHECK(pause_reasons() == 0);  // a dead coordinator pauses nobody
   CHECK(mem_limit(0) == 1 * GiB);  // the last limit holds
 
   auto start = Clock::now();
@@ -203,6 +209,7 @@ TEST_CASE("without a coordinator the job starts at once on its own limits", "[co
   client_start(identity(socket, 2 * GiB), &g_counters);
   CHECK(Clock::now() - start < std::chrono::seconds(2));
   CHECK(job_id() == 0);
+  CHECK_FALSE(registered());
   CHECK(mem_limit(0) == 2 * GiB);
   CHECK_FALSE(paused());
   wait_while_paused();  // returns at once

@@ -3,11 +3,13 @@
 // limits, which the limit in force falls back to. The state is
 // process-global; each case runs in a process of its own.
 #include <catch2/catch.hpp>
+#include <memory>
 
 #include "coord/job/limits.h"
 #include "vocab/size.h"
 
 using namespace gpushare;
+using namespace gpushare::coord;
 using namespace gpushare::coord::job;
 
 namespace {
@@ -56,9 +58,39 @@ TEST_CASE("limits: unregistered, nothing is paused, targeted or refused", "[limi
   CHECK_FALSE(suspend_requested());
   CHECK(device_resident_target(0) == kNoLimit);
   CHECK(mem_refused_seq(0) == 0);
-  ComputeView view;
-  compute_limits(0, &view);
+  ComputeLimits view = compute_limits(0);
   CHECK(view.launch_budget == kNoLimit);
   CHECK(view.compute_cap_ppm == kNoLimit);
   CHECK(view.yield_mask == 0);
+  CHECK(view == ComputeLimits{});
+  CHECK_FALSE(view.any());
+}
+
+TEST_CASE("compute limits: what the coordinator stores is what the job loads", "[limits]") {
+  auto page = std::make_unique<LimitsPage>();
+  DeviceLimits& device = page->devices[0];
+  ComputeLimits none;
+  store_compute_limits(device, none);
+  store_yield_mask(device, 0);
+  CHECK(load_compute_limits(device) == none);
+
+  ComputeLimits set;
+  set.launch_budget = 7;
+  set.launch_window_ns = 50'000'000;
+  set.max_queued = 3;
+  set.compute_cap_ppm = 300'000;
+  set.yield_mask = 5;  // not stored with the limits: it has its own writer
+  store_compute_limits(device, set);
+  ComputeLimits loaded = load_compute_limits(device);
+  CHECK(loaded.launch_budget == 7);
+  CHECK(loaded.launch_window_ns == 50'000'000);
+  CHECK(loaded.max_queued == 3);
+  CHECK(loaded.compute_cap_ppm == 300'000);
+  CHECK(loaded.yield_mask == 0);
+  store_yield_mask(device, 5);
+  CHECK(load_compute_limits(device) == set);
+  CHECK(set.any());
+  ComputeLimits yield_only;
+  yield_only.yield_mask = 1;
+  CHECK(yield_only.any());
 }

@@ -1,4 +1,4 @@
-// The coordinator's side of suspend and resume (lib/coord/server/suspend.h):
+// The coordinator's side of suspend and resume (lib/coord/server/memory/suspend_requests.h):
 // requests, refusals, no-ops and the tick, with the job's telemetry written
 // by the test as the job's interposer would.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The job's hand-written JSON (client/wire.cc) against the coordinator's
+// The job's hand-written JSON (lib/coord/job/wire.cc) against the coordinator's
 // parser: whatever the client sends, the coordinator must read back.
 #include <catch2/catch.hpp>
 #include <cstring>

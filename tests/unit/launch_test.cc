@@ -139,6 +139,13 @@ TEST_CASE("properties refine the named options", "[run]") {
     INFO(bad);
     CHECK_FALSE(gpushare::apply_properties(other));
   }
+  // The keys of common/properties.h, the same dispatch as gpushare-ctl set's.
+  RunRequest unknown;
+  unknown.properties = {"sm=30%"};
+  gpushare::Status refused = gpushare::apply_properties(unknown);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message ==
+        "unknown property 'sm' (known: mem-limit, qos, name, compute, gpu, log)");
 }
 
 TEST_CASE("the sim option puts the simulated driver first on LD_LIBRARY_PATH", "[run]") {

@@ -102,7 +102,7 @@
 //   suspend_request (limits page, at the end)  1: the coordinator asks the
 //       job to move all its device memory to the host (it has set `paused`
 //       first); 0: to bring it back. The job's client thread does the work
-//       (lib/interpose/suspend.h) and reports in the telemetry page:
+//       (lib/interpose/memory/suspend.h) and reports in the telemetry page:
 //   suspend_state  kSuspendRunning, kSuspendSuspending, kSuspendSuspended,
 //       kSuspendResuming, or kSuspendRefused (the job found memory it cannot
 //       move after the request: nothing was moved, it stays running).

@@ -4,7 +4,7 @@
 // joins it (tree.cc), gpushare-run creates it and its janitor removes it
 // once no process of the job is left (lib/runner/job_tree.cc), and the
 // coordinator takes a descriptor of it as the proof that a process belongs
-// to the job (lib/coord/server/tree_identity.h).
+// to the job (lib/coord/server/registry/tree_identity.h).
 //
 // Plain libc only: this is compiled into the interposer.
 #pragma once

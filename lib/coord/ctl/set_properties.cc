@@ -10,29 +10,12 @@ Result<SetRequest> parse_set_properties(std::string job,
   SetRequest request;
   request.job = std::move(job);
   request.mem_limit = mem_limit;
-  for (const std::string& text : properties) {
-    Result<Property> property = split_property(text);
-    if (!property) return property.error();
-    const std::string& value = property->value;
-    if (property->key == "mem-limit") {
-      request.mem_limit = value;
-    } else if (property->key == "qos") {
-      Result<Qos> qos = parse_qos_property(value);
-      if (!qos) return qos.error();
-      request.qos = *qos;
-    } else if (property->key == "name") {
-      if (Status ok = check_job_name_property(value); !ok) return ok.error();
-      request.name = value;
-    } else if (property->key == "compute") {
-      if (Result<std::uint64_t> ok = parse_compute_share(value); !ok) return ok.error();
-      request.compute = value;
-    } else if (property->key == "gpu" || property->key == "log") {
-      return make_error("property '" + property->key + "' cannot change on a running job");
-    } else {
-      return make_error("unknown property '" + property->key +
-                        "' (known: mem-limit, qos, name, compute)");
-    }
-  }
+  Result<JobProperties> set = parse_job_properties(properties, PropertiesFor::kRunningJob);
+  if (!set) return set.error();
+  if (set->mem_limit) request.mem_limit = std::move(set->mem_limit);
+  if (set->qos) request.qos = *set->qos;
+  request.name = std::move(set->name);
+  request.compute = std::move(set->compute);
   if (request.mem_limit) {
     if (Status ok = check_mem_limit(*request.mem_limit); !ok) return ok.error();
   }

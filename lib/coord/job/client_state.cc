@@ -49,13 +49,6 @@ void warn_line(const char* format, ...) {
   }
 }
 
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 int remaining_ms(std::uint64_t deadline_ns) {
   std::uint64_t now = now_ns();
   if (now >= deadline_ns) return 0;

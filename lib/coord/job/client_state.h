@@ -1,8 +1,11 @@
 // The job side's internal state, shared by the client (job_client.cc), its
 // registration (registration.cc) and the limits' owner (limits.cc), and
 // defined beside this declaration (client_state.cc). The limits the job
-// runs on while unregistered are not here: limits.cc owns them. Job side
-// only: libc and pthreads, no libstdc++.
+// runs on while unregistered are not here: limits.cc owns them, and the
+// calls through which the client sets them are declared at the end (the
+// interposer sees limits.h only). Below the client and the owner in the
+// room: it includes neither. Job side only: libc and pthreads, no
+// libstdc++.
 #pragma once
 
 #include <pthread.h>
@@ -12,9 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "coord/job/job_client.h"
-#include "coord/job/limits.h"
-#include "coord/job/yield.h"
+#include "coord/contract/control_block.h"
+#include "coord/job/clock.h"
+#include "coord/job/local_counters.h"
+#include "vocab/job.h"
 
 namespace gpushare::coord::job::client_detail {
 
@@ -100,7 +104,6 @@ struct Registration {
 void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
 /// A line the user must see (Config::warn), once per call.
 void warn_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::uint64_t now_ns();
 int remaining_ms(std::uint64_t deadline_ns);
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout);
 
@@ -115,5 +118,20 @@ Outcome begin_register(int timeout_ms, int* fd);
 /// maps the pages. kPending (the connection still open, nothing read) when
 /// none came in time; otherwise `fd` is the registration's or closed.
 Outcome finish_register(int fd, int timeout_ms, Registration* out);
+
+// The client's side of the limits' owner (defined in limits.cc; called by
+// job_client.cc and registration.cc): how the fallbacks are set and read.
+
+/// At client_start: the class and compute cap the job was started with, on
+/// `device_count` devices.
+void start_own_limits(Qos qos, std::uint64_t compute_cap_ppm, int device_count);
+/// Keeps a limits page's limits (memory, class, compute) as the fallbacks:
+/// the job runs on them while no coordinator is there.
+void keep_page_limits(const LimitsPage* page, int device_count);
+/// What a registration asks with: the start limits and the limits in force
+/// now (so a restarted coordinator keeps them), `count` entries each.
+void registration_limits(std::uint64_t* start, std::uint64_t* now, int count);
+/// The class in force while unregistered.
+Qos fallback_qos();
 
 }  // namespace gpushare::coord::job::client_detail

@@ -53,6 +53,7 @@
 
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
+#include "coord/job/limits.h"
 #include "coord/job/memory_telemetry.h"
 #include "coord/job/wakeup.h"
 #include "coord/job/wire.h"

@@ -15,14 +15,15 @@
 //   away (the socket closes), keeps the last limits it had, and reconnects
 //   and re-registers when a coordinator appears again (it tries every 100 ms
 //   at first, backing off to 500 ms, so a restart is found well within 2 s).
-//   Every 50 ms it copies the LocalCounters into the telemetry page.
+//   Every 10 ms it copies the LocalCounters (local_counters.h) into the
+//   telemetry page.
 // - The limits themselves (mem_limit(), paused(), compute_limits()...) are
 //   read through their owner, limits.h: from the coordinator's limits page
 //   directly while registered, so a limit change is visible to the next
 //   allocation, with no IPC.
 //
 // The client reads no environment: the interposer reads the job's
-// variables once (interpose/settings.cc) and hands them over in JobIdentity.
+// variables once (interpose/core/settings.cc) and hands them over in JobIdentity.
 //
 // When the coordinator goes away, the job keeps its last compute limits
 // too (an opportunistic job never runs wild against a production job).
@@ -37,7 +38,8 @@
 #include <cstdint>
 
 #include "coord/contract/control_block.h"
-#include "coord/job/limits.h"
+#include "coord/job/local_counters.h"
+#include "vocab/job.h"
 
 namespace gpushare::coord::job {
 
@@ -50,7 +52,7 @@ struct JobIdentity {
   const char* name = nullptr;         ///< GPUSHARE_JOB; null or empty: the process name
   Qos qos = kQosProduction;           ///< GPUSHARE_QOS
   const char* socket_path = nullptr;  ///< GPUSHARE_SOCKET; null or empty: the default path
-  /// GPUSHARE_TREE: the job's tree file (lib/interpose/tree.cc), whose
+  /// GPUSHARE_TREE: the job's tree file (lib/interpose/memory/tree.cc), whose
   /// descriptor proves to the coordinator that this process is part of the
   /// job; null or empty: none (the process is a job of its own).
   const char* tree_path = nullptr;
@@ -71,68 +73,6 @@ struct JobIdentity {
   DeviceIdentity devices[kMaxDevices] = {};
 };
 
-/// Counters owned and updated by the interposer on its hot paths
-/// (process-local atomics, relaxed increments); the client thread copies them
-/// into the telemetry page.
-struct LocalCounters {
-  std::atomic<std::uint64_t> mem_used_bytes[kMaxDevices];
-  std::atomic<std::uint64_t> launches;
-  std::atomic<std::uint64_t> blocks_launched;
-  std::atomic<std::uint64_t> kernels_completed;
-  std::atomic<std::uint64_t> iterations;
-  std::atomic<std::uint64_t> last_iteration_ns;
-  std::atomic<std::uint64_t> gpu_busy_ns;
-  std::atomic<std::uint64_t> throttle_wait_ns;
-  /// Why launches wait (layout 6, control_block.h "Hold reasons"): the
-  /// reason now and since when, waits so far per reason, the learned cost.
-  std::atomic<std::uint64_t> hold_reason;
-  std::atomic<std::uint64_t> hold_since_ns;
-  std::atomic<std::uint64_t> held_ns[kHoldReasons];
-  std::atomic<std::uint64_t> launch_cost_ns;
-  /// When set, the launch count to publish (the interposer counts launches
-  /// per thread, without a locked instruction); else `launches`.
-  std::uint64_t (*launches_total)();
-  /// Elastic memory, per device: where the job's managed-backed
-  /// memory is, and a production allocation waiting for room (0: none).
-  std::atomic<std::uint64_t> device_resident_bytes[kMaxDevices];
-  std::atomic<std::uint64_t> host_resident_bytes[kMaxDevices];
-  std::atomic<std::uint64_t> mem_request_bytes[kMaxDevices];
-  /// The part of mem_used_bytes a waiting production allocation holds
-  /// reserved (layout 6): what the coordinator's refusal would free.
-  std::atomic<std::uint64_t> mem_waiting_bytes[kMaxDevices];
-  /// Bumped (release) when a production allocation starts waiting for room.
-  std::atomic<std::uint64_t> mem_request_seq[kMaxDevices];
-  /// When set, called by the client thread every tick while registered,
-  /// before the counters are copied: the interposer starts its memory work
-  /// there (spill, suspend), which runs on a thread of its own
-  /// (interpose/memory/memory_worker.h), so the call returns at once.
-  void (*memory_tick)();
-  /// Suspend and resume (layout 4; lib/interpose/suspend.h): the state
-  /// (kSuspend*), what a suspend cannot move (kBlocks*), and the bytes a
-  /// suspend moved to the host per device.
-  std::atomic<std::uint64_t> suspend_state;
-  std::atomic<std::uint64_t> suspend_blockers;
-  std::atomic<std::uint64_t> suspended_bytes[kMaxDevices];
-  /// When set, called by the client thread when it stops while the job's
-  /// memory is away: brings it back before launches held on the
-  /// coordinator's page are woken.
-  void (*before_retire)();
-  /// When set: whether the job's memory is not all where its program left
-  /// it (a suspend under way, in force, or being undone). When the
-  /// coordinator goes away then, launches stay held on its page while
-  /// memory_tick brings the memory back, and the client registers with a
-  /// new coordinator meanwhile (client.cc).
-  bool (*memory_away)();
-  /// Layout 6 (control_block.h, "Migrations and the driver's view"): the
-  /// batch under way (kMigration*, when it began, its bytes per device),
-  /// and the bytes per device the driver evicted by itself, which
-  /// memory_telemetry.h moves from the device-resident count to the host's
-  /// when it publishes them.
-  std::atomic<std::uint64_t> migration;
-  std::atomic<std::uint64_t> migration_started_ns;
-  std::atomic<std::uint64_t> migrating_bytes[kMaxDevices];
-  std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];
-};
 
 /// Registers and starts the background thread. Bounded: a coordinator
 /// that does not answer in 200 ms is left to the thread, which takes the
@@ -147,11 +87,6 @@ void client_start(const JobIdentity& job, LocalCounters* counters);
 /// forgets the job). Keeps the current limits. For tests and orderly exits;
 /// process exit needs no call.
 void client_stop();
-
-/// Wakes the background thread now (control_block.h, "Wake-ups"): it
-/// publishes the counters, tells the coordinator of a new room request,
-/// and runs the memory work. One write(2); a no-op while no thread runs.
-void wake_client();
 
 /// The coordinator's id for this job while registered; 0 otherwise.
 std::uint64_t job_id();

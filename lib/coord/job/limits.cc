@@ -46,23 +46,13 @@ void store_inverted(std::atomic<std::uint64_t>& word, std::uint64_t value) {
   word.store(~value, std::memory_order_relaxed);
 }
 
-void set_fallback_compute(int device, const ComputeView& c) {
+void set_fallback_compute(int device, const ComputeLimits& c) {
   g_fallbacks.window_ns[device].store(c.launch_window_ns, std::memory_order_relaxed);
   store_inverted(g_fallbacks.budget_inverted[device], c.launch_budget);
   store_inverted(g_fallbacks.queued_inverted[device], c.max_queued);
   store_inverted(g_fallbacks.cap_inverted[device], c.compute_cap_ppm);
   g_fallbacks.yield_mask[device].store(c.yield_mask, std::memory_order_relaxed);
   store_inverted(g_fallbacks.share_inverted[device], c.yield_share_ppm);
-}
-
-void page_compute(const LimitsPage* page, int device, ComputeView* out) {
-  const DeviceLimits& d = page->devices[device];
-  out->launch_budget = d.launch_budget.load(std::memory_order_acquire);
-  out->launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
-  out->max_queued = d.max_queued.load(std::memory_order_relaxed);
-  out->compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
-  out->yield_mask = d.yield_mask.load(std::memory_order_relaxed);
-  out->yield_share_ppm = d.yield_share_ppm.load(std::memory_order_relaxed);
 }
 
 // The registered page when it holds `device`, else null.
@@ -79,7 +69,7 @@ namespace client_detail {
 void start_own_limits(Qos qos, std::uint64_t compute_cap_ppm, int device_count) {
   g_fallbacks.qos.store(qos, std::memory_order_relaxed);
   for (int i = 0; i < device_count && i < kMaxDevices; ++i) {
-    ComputeView own;
+    ComputeLimits own;
     own.compute_cap_ppm = compute_cap_ppm;
     set_fallback_compute(i, own);
   }
@@ -91,9 +81,7 @@ void keep_page_limits(const LimitsPage* page, int device_count) {
   for (int i = 0; i < device_count && i < kMaxDevices; ++i) {
     store_inverted(g_fallbacks.limit_inverted[i],
                    page->devices[i].mem_limit_bytes.load(std::memory_order_relaxed));
-    ComputeView compute;
-    page_compute(page, i, &compute);
-    set_fallback_compute(i, compute);
+    set_fallback_compute(i, load_compute_limits(page->devices[i]));
   }
   g_fallbacks.qos.store(page->qos.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_launch_gate.fallback_throttle.store(page->throttle.load(std::memory_order_relaxed),
@@ -166,20 +154,23 @@ std::uint64_t mem_refused_seq(int device) {
   return page != nullptr ? page->mem_refused_seq[device].load(std::memory_order_acquire) : 0;
 }
 
-void compute_limits(int device, ComputeView* out) {
-  *out = ComputeView{};
-  if (!valid(device)) return;
+ComputeLimits compute_limits(int device) {
+  ComputeLimits out;
+  if (!valid(device)) return out;
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   if (page != nullptr) {
-    if (device < static_cast<int>(page->device_count)) page_compute(page, device, out);
-    return;
+    if (device < static_cast<int>(page->device_count)) {
+      out = load_compute_limits(page->devices[device]);
+    }
+    return out;
   }
-  out->launch_budget = load_inverted(g_fallbacks.budget_inverted[device]);
-  out->launch_window_ns = g_fallbacks.window_ns[device].load(std::memory_order_relaxed);
-  out->max_queued = load_inverted(g_fallbacks.queued_inverted[device]);
-  out->compute_cap_ppm = load_inverted(g_fallbacks.cap_inverted[device]);
-  out->yield_mask = g_fallbacks.yield_mask[device].load(std::memory_order_relaxed);
-  out->yield_share_ppm = load_inverted(g_fallbacks.share_inverted[device]);
+  out.launch_budget = load_inverted(g_fallbacks.budget_inverted[device]);
+  out.launch_window_ns = g_fallbacks.window_ns[device].load(std::memory_order_relaxed);
+  out.max_queued = load_inverted(g_fallbacks.queued_inverted[device]);
+  out.compute_cap_ppm = load_inverted(g_fallbacks.cap_inverted[device]);
+  out.yield_mask = g_fallbacks.yield_mask[device].load(std::memory_order_relaxed);
+  out.yield_share_ppm = load_inverted(g_fallbacks.share_inverted[device]);
+  return out;
 }
 
 bool paused() {
@@ -210,11 +201,18 @@ bool suspend_requested() {
          page->suspend_request.load(std::memory_order_acquire) != 0;
 }
 
-bool opportunistic() {
+bool registered() { return g_launch_gate.page.load(std::memory_order_acquire) != nullptr; }
+
+Qos qos() {
   const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
   std::uint32_t qos = page != nullptr ? page->qos.load(std::memory_order_relaxed)
                                       : g_fallbacks.qos.load(std::memory_order_relaxed);
-  return qos == kQosOpportunistic;
+  return qos == kQosOpportunistic ? kQosOpportunistic : kQosProduction;
+}
+
+std::uint32_t pause_reasons() {
+  const LimitsPage* page = g_launch_gate.page.load(std::memory_order_acquire);
+  return page != nullptr ? page->paused.load(std::memory_order_relaxed) : 0;
 }
 
 }  // namespace gpushare::coord::job

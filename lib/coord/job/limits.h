@@ -12,11 +12,14 @@
 //   it set, else the job's own cap (GPUSHARE_COMPUTE).
 // - Pauses and the suspend request (registered only: a dead coordinator
 //   pauses nobody).
-// - The class the coordinator gives the job.
+// - The class the coordinator gives the job, and whether a coordinator is
+//   there at all (registered()).
 //
 // While registered every read goes to the coordinator's limits page (shared
 // memory the job maps read-only); unregistered, to the fallbacks kept here,
-// which the client (job_client.cc) fills from the page it retires. Lock-free
+// which the client (job_client.cc) fills from the page it retires, through
+// the calls client_state.h declares for it. The interposer reads every
+// limit and the class here, never the page itself. Lock-free
 // loads only: called on every allocation and on the launch path. Job side
 // only: libc, no libstdc++.
 #pragma once
@@ -24,24 +27,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "coord/contract/compute_limits.h"
 #include "coord/contract/control_block.h"
 #include "vocab/size.h"
 
 namespace gpushare::coord::job {
-
-/// One device's compute limits as the job sees them (control_block.h).
-struct ComputeView {
-  std::uint64_t launch_budget = kNoLimit;
-  std::uint64_t launch_window_ns = 0;
-  std::uint64_t max_queued = kNoLimit;
-  std::uint64_t compute_cap_ppm = kNoLimit;
-  /// Yield slots to wait for (layout 4); kept, like the limits, when the
-  /// coordinator goes away (yield.h bounds a mark nobody clears).
-  std::uint64_t yield_mask = 0;
-  /// The job's part of a gap among the device's opportunistic jobs, parts
-  /// per million (layout 7); kNoLimit or 0: all of it.
-  std::uint64_t yield_share_ppm = kNoLimit;
-};
 
 /// What the launch path reads, exposed so that launch_gated() inlines: the
 /// coordinator's limits page while registered (null otherwise), and the
@@ -83,9 +73,11 @@ std::uint64_t device_resident_target(int device);
 /// number; control_block.h), or 0 while unregistered.
 std::uint64_t mem_refused_seq(int device);
 
-/// A device's compute limits: the coordinator's while registered, else the
-/// last ones it set, else the job's own GPUSHARE_COMPUTE cap.
-void compute_limits(int device, ComputeView* out);
+/// A device's compute limits (coord/contract/compute_limits.h): the
+/// coordinator's while registered, else the last ones it set, else the
+/// job's own GPUSHARE_COMPUTE cap. The yield mask is kept, like the limits,
+/// when the coordinator goes away (yield.h bounds a mark nobody clears).
+ComputeLimits compute_limits(int device);
 
 /// Whether a launch must take the slow path: paused, or a compute limit in
 /// force on some device. Two loads from one cache line of the limits page
@@ -110,26 +102,16 @@ void wait_while_paused();
 /// while unregistered.
 bool suspend_requested();
 
-/// Whether the coordinator currently classes the job as opportunistic.
-bool opportunistic();
+/// Whether the job is registered with a coordinator now (its limits page
+/// is in force). One load.
+bool registered();
 
-namespace client_detail {
+/// The job's class: the coordinator's while registered, else the last one
+/// it set, else the class the job was started with (GPUSHARE_QOS).
+Qos qos();
 
-// The client's side of the owner (job_client.cc, registration.cc): how the
-// fallbacks are set and read.
-
-/// At client_start: the class and compute cap the job was started with, on
-/// `device_count` devices.
-void start_own_limits(Qos qos, std::uint64_t compute_cap_ppm, int device_count);
-/// Keeps a limits page's limits (memory, class, compute) as the fallbacks:
-/// the job runs on them while no coordinator is there.
-void keep_page_limits(const LimitsPage* page, int device_count);
-/// What a registration asks with: the start limits and the limits in force
-/// now (so a restarted coordinator keeps them), `count` entries each.
-void registration_limits(std::uint64_t* start, std::uint64_t* now, int count);
-/// The class in force while unregistered.
-Qos fallback_qos();
-
-}  // namespace client_detail
+/// Why launches wait now (kPause* bits, control_block.h); 0 while
+/// unregistered or running.
+std::uint32_t pause_reasons();
 
 }  // namespace gpushare::coord::job

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "coord/contract/control_block.h"
-#include "coord/job/job_client.h"
+#include "coord/job/local_counters.h"
 
 namespace gpushare::coord::job {
 

@@ -1,7 +1,7 @@
 // The job's registration with the coordinator (gpushare-protocol(7)): connect
 // to the socket, send `register` (with the tree file's descriptor), read the
 // one-line reply and its memfds, map and check the pages. Bounded in time:
-// it runs on the CUDA initialisation path (client.h).
+// it runs on the CUDA initialisation path (job_client.h).
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -24,6 +24,7 @@
 #include "coord/contract/fd_passing.h"
 #include "coord/contract/socket_path.h"
 #include "coord/job/client_state.h"
+#include "coord/job/limits.h"
 #include "coord/job/wire.h"
 #include "coord/job/yield.h"
 

@@ -2,7 +2,7 @@
 // (control_block.h, "Wake-ups"). Job side only: libc, no libstdc++.
 //
 // A production allocation that starts waiting for room calls wake_client()
-// (job_client.h): one write to an eventfd that the client thread polls
+// (local_counters.h): one write to an eventfd that the client thread polls
 // beside its socket. The thread then publishes the counters and, when a
 // room request is new since it last told the coordinator, sends the "room"
 // line. A line from the coordinator wakes the thread the same way (its
@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "coord/job/job_client.h"
+#include "coord/job/local_counters.h"
 
 namespace gpushare::coord::job::client_detail {
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/job/job_client.h"
+#include "vocab/job.h"
 #include "vocab/uuid.h"
 
 namespace gpushare::coord::job::wire {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "coord/contract/fd_passing.h"
+#include "coord/job/clock.h"
 #include "coord/job/wire.h"
 
 namespace gpushare::coord::job {
@@ -92,17 +93,10 @@ void handle_line(const char* line, int fd) {
   }
 }
 
-std::uint64_t clock_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 }  // namespace
 
 void yield_mark_start(YieldPage* page) {
-  std::uint64_t now = clock_ns();
+  std::uint64_t now = now_ns();
   page->marked_ns.store(now, std::memory_order_relaxed);
   page->busy.store(1, std::memory_order_release);
   page->marks.fetch_add(1, std::memory_order_relaxed);
@@ -116,12 +110,12 @@ void yield_mark_start(YieldPage* page) {
   page->gap_ns.store(estimate, std::memory_order_relaxed);
 }
 
-void yield_note_sync_entry() { g_sync_entry_ns.store(clock_ns(), std::memory_order_relaxed); }
+void yield_note_sync_entry() { g_sync_entry_ns.store(now_ns(), std::memory_order_relaxed); }
 
 void yield_clear_busy() {
   YieldPage* page = g_own_yield.load(std::memory_order_acquire);
   if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) return;
-  std::uint64_t now = clock_ns();
+  std::uint64_t now = now_ns();
   // The queue's tail and the mark's span (control_block.h), before the
   // clear is seen. A call that began before the mark was set (another
   // thread's) measures no tail.

@@ -16,6 +16,8 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "common/clock.h"
+
 namespace gpushare::coord::server {
 namespace {
 
@@ -28,13 +30,6 @@ constexpr int kMaxEvents = 32;
 constexpr int kMaxAcceptsPerEvent = 32;
 // Deadlines are checked this often while connections are open.
 constexpr long kCheckIntervalNs = 100'000'000;
-
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 Error os_error(const std::string& what) { return make_error(what + ": " + std::strerror(errno)); }
 
@@ -192,7 +187,7 @@ struct MetricsEndpoint::Impl {
       std::uint64_t key = next_key++;
       Connection& c = connections[key];
       c.fd = fd;
-      c.deadline_ns = now_ns() + static_cast<std::uint64_t>(limits.deadline.count());
+      c.deadline_ns = monotonic_ns() + static_cast<std::uint64_t>(limits.deadline.count());
       if (!watch(fd, key, EPOLLIN)) {
         drop(key);
         continue;
@@ -273,7 +268,7 @@ struct MetricsEndpoint::Impl {
     std::uint64_t expirations;
     ssize_t ignored = read(timer_fd, &expirations, sizeof expirations);
     (void)ignored;
-    std::uint64_t now = now_ns();
+    std::uint64_t now = monotonic_ns();
     std::vector<std::uint64_t> late;
     for (const auto& [key, c] : connections) {
       if (now >= c.deadline_ns) late.push_back(key);

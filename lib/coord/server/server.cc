@@ -10,13 +10,6 @@ using namespace server_detail;
 
 namespace server_detail {
 
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 Caller peer_credentials(int fd) {
   Caller caller;
   ucred credentials{};
@@ -118,7 +111,7 @@ void Server::Impl::save_decisions_now() {
 }
 
 void Server::Impl::limited_warning(RateLimitedWarning& kind, const std::string& line) {
-  if (std::optional<std::string> out = kind.pass(now_ns(), line)) warning(*out);
+  if (std::optional<std::string> out = kind.pass(monotonic_ns(), line)) warning(*out);
 }
 
 std::size_t Server::Impl::root_reserve() const {
@@ -256,7 +249,7 @@ bool Server::Impl::reply(std::uint64_t key, Connection& c, const std::string& li
     drop(key, "stopped reading");
     return false;
   }
-  if (c.out.empty()) c.output_moved_ns = now_ns();
+  if (c.out.empty()) c.output_moved_ns = monotonic_ns();
   c.out += line;
   queued_total += line.size();
   queued_per_uid[c.peer.uid] += line.size();
@@ -269,7 +262,7 @@ bool Server::Impl::flush(std::uint64_t key, Connection& c) {
     if (n > 0) {
       c.out.erase(0, static_cast<std::size_t>(n));
       forget_queued(c, static_cast<std::size_t>(n));
-      c.output_moved_ns = now_ns();
+      c.output_moved_ns = monotonic_ns();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -398,7 +391,7 @@ void Server::Impl::accept_all() {
     Connection& c = connections[key];
     c.fd = fd;
     c.peer = std::move(peer);
-    c.accepted_ns = now_ns();
+    c.accepted_ns = monotonic_ns();
     count_non_job(c.peer.uid, +1);
     if (!watch(fd, key * 2, EPOLLIN)) drop(key, "could not be watched");
   }
@@ -437,7 +430,7 @@ void Server::Impl::sweep() {
   std::uint64_t expirations;
   ssize_t ignored = read(sweep_fd, &expirations, sizeof expirations);
   (void)ignored;
-  std::uint64_t now = now_ns();
+  std::uint64_t now = monotonic_ns();
   if (enforcer) enforcer->check(registry, now);
   std::vector<std::uint64_t> late;
   std::vector<std::uint64_t> stalled;
@@ -475,12 +468,10 @@ Result<std::unique_ptr<Server>> Server::open(ServerOptions options) {
 }
 
 const std::string& Server::socket_path() const { return impl_->listener.path(); }
-std::size_t Server::job_count() const { return impl_->registry.size(); }
 std::size_t Server::max_connections() const { return impl_->options.max_connections; }
 std::string Server::metrics_address() const {
   return impl_->metrics ? impl_->metrics->address() : std::string();
 }
-std::size_t Server::queued_bytes() const { return impl_->queued_total; }
 
 Result<StopReason> Server::run() {
   Impl& s = *impl_;
@@ -505,14 +496,14 @@ Result<StopReason> Server::run() {
         std::uint64_t expirations;
         ssize_t ignored = read(s.compute_fd, &expirations, sizeof expirations);
         (void)ignored;
-        s.compute.tick(s.registry, now_ns());
-        s.host_pause.tick(s.registry, now_ns());  // opportunistic jobs on host memory
+        s.compute.tick(s.registry, monotonic_ns());
+        s.host_pause.tick(s.registry, monotonic_ns());  // opportunistic jobs on host memory
         if (std::optional<std::string> line = collect_checkpoint_work(s.registry, s.checkpointer)) {
           s.note(*line);  // a migration, or a suspend or resume through the driver, ended
           s.save_decisions_now();
         }
         if (std::optional<std::string> line =
-                s.migration_policy.tick(s.registry, s.checkpointer, now_ns())) {
+                s.migration_policy.tick(s.registry, s.checkpointer, monotonic_ns())) {
           s.note(*line);
         }
         suspend_tick(s.registry, [&](const std::string& line) { s.note(line); });

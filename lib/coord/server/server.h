@@ -103,14 +103,11 @@ class Server {
   Result<StopReason> run();
 
   const std::string& socket_path() const;
-  std::size_t job_count() const;
   /// The connection limit in force (ServerOptions::max_connections, lowered
   /// to fit the descriptor limit).
   std::size_t max_connections() const;
   /// The address the metrics endpoint listens on ("HOST:PORT"), or empty.
   std::string metrics_address() const;
-  /// Reply bytes queued for all peers now.
-  std::size_t queued_bytes() const;
 
  private:
   struct Impl;

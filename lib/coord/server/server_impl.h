@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/units.h"
 #include "coord/contract/protocol.h"
 #include "coord/server/compute/compute_loop.h"
@@ -86,7 +87,6 @@ struct RateLimitedWarning {
   }
 };
 
-std::uint64_t now_ns();
 Caller peer_credentials(int fd);
 // Raises the soft descriptor limit to the hard one (a coordinator serves
 // hundreds of connections; the usual soft limit is 1024) and returns the

@@ -96,7 +96,7 @@ Status Server::Impl::start_metrics() {
 // The same records as ls and node give gpushare-ctl metrics, so both
 // print the same text.
 std::string Server::Impl::metrics_text() {
-  std::uint64_t now = now_ns();
+  std::uint64_t now = monotonic_ns();
   std::vector<JobView> jobs = registry.list(now);
   if (enforcer) enforcer->annotate(jobs);
   free_share.annotate(jobs, now);
@@ -189,7 +189,7 @@ bool Server::Impl::register_job(std::uint64_t key, Connection& c, const Register
     return false;
   }
   save_decisions_now();
-  compute.tick(registry, now_ns());  // its limits and phase from the start
+  compute.tick(registry, monotonic_ns());  // its limits and phase from the start
   if (job.processes.size() == 1) {
     note("job " + std::to_string(job.id) + " '" + job.name + "' registered: pid " +
          std::to_string(process.pid) + ", uid " + std::to_string(job.uid) + ", " +
@@ -226,7 +226,7 @@ bool Server::Impl::send_control_block(Connection& c, std::uint64_t job_id, Contr
 }
 
 std::string Server::Impl::answer(const Connection& c, const Request& request) {
-  std::uint64_t now = now_ns();
+  std::uint64_t now = monotonic_ns();
   std::string reason;
   Result<JobView> result = make_error("unreachable");
   if (std::holds_alternative<ListRequest>(request)) {

@@ -12,7 +12,8 @@
 #include <cstring>
 
 #include "coord/contract/control_block.h"
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
+#include "interpose/core/clock.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
 
@@ -39,13 +40,6 @@ struct Trace {
 };
 
 constinit Trace g_trace;
-
-std::uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 const char* configured_path() { return g_runtime.settings.compute_trace_path; }
 
@@ -131,7 +125,7 @@ bool open_locked() {
       "{\"kind\":\"compute-trace-start\",\"version\":1,\"t_ns\":%llu,\"pid\":%ld,"
       "\"qos\":\"%s\",\"max_bytes\":%llu,\"clock\":\"monotonic\"}\n",
       static_cast<unsigned long long>(g_trace.last_flush_ns), static_cast<long>(getpid()),
-      g_runtime.settings.qos == kQosOpportunistic ? "opportunistic" : "production",
+      coord::job::qos() == kQosOpportunistic ? "opportunistic" : "production",
       static_cast<unsigned long long>(kTraceMaxBytes));
   if (length > 0 && static_cast<std::size_t>(length) < sizeof first) {
     append_locked(first, static_cast<std::size_t>(length));
@@ -250,8 +244,7 @@ void TraceLine::emit() {
 }
 
 const char* trace_pause_reason() {
-  const coord::LimitsPage* page = coord::job::g_launch_gate.page.load(std::memory_order_acquire);
-  std::uint32_t bits = page != nullptr ? page->paused.load(std::memory_order_relaxed) : 0;
+  std::uint32_t bits = coord::job::pause_reasons();
   if (bits == (coord::kPauseOperator | coord::kPauseHostMemory)) return "operator+host-memory";
   if (bits == coord::kPauseHostMemory) return "host-memory";
   return "operator";

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "coord/contract/control_block.h"
 #include "coord/job/yield.h"
 #include "interpose/core/runtime.h"
@@ -97,18 +97,7 @@ std::uint64_t now_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-ThrottleLimits read_limits(int device) {
-  coord::job::ComputeView view;
-  coord::job::compute_limits(device, &view);
-  ThrottleLimits limits;
-  limits.launch_budget = view.launch_budget;
-  limits.launch_window_ns = view.launch_window_ns;
-  limits.max_queued = view.max_queued;
-  limits.compute_cap_ppm = view.compute_cap_ppm;
-  limits.yield_mask = view.yield_mask;
-  limits.yield_share_ppm = view.yield_share_ppm;
-  return limits;
-}
+ThrottleLimits read_limits(int device) { return coord::job::compute_limits(device); }
 
 // Makes the ring's events in the current context, once. False when this
 // launch cannot be tracked (another context, or no events).

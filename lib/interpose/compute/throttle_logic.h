@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "coord/contract/compute_limits.h"
+
 namespace gpushare::interpose {
 
 inline constexpr std::uint64_t kThrottleNoLimit = ~0ull;
@@ -33,21 +35,10 @@ inline constexpr std::uint64_t kMaxSleepNs = 2'000'000;
 inline constexpr std::uint64_t kCapWindowNs = 100'000'000;
 inline constexpr std::uint64_t kCapQueue = 2;
 
-/// A device's compute limits, as in the limits page; kThrottleNoLimit: none.
-struct ThrottleLimits {
-  std::uint64_t launch_budget = kThrottleNoLimit;
-  std::uint64_t launch_window_ns = 0;
-  std::uint64_t max_queued = kThrottleNoLimit;
-  std::uint64_t compute_cap_ppm = kThrottleNoLimit;
-  std::uint64_t yield_mask = 0;  ///< production jobs' yield slots to wait for (throttle.h)
-  /// The job's part of a gap among its device's opportunistic jobs, parts
-  /// per million; kThrottleNoLimit or 0: all of it.
-  std::uint64_t yield_share_ppm = kThrottleNoLimit;
-  bool any() const {
-    return launch_budget != kThrottleNoLimit || max_queued != kThrottleNoLimit ||
-           compute_cap_ppm != kThrottleNoLimit || yield_mask != 0;
-  }
-};
+/// A device's compute limits: the one type of coord/contract/compute_limits.h,
+/// named here by the throttle's word for it (kThrottleNoLimit == kNoLimit).
+using ThrottleLimits = coord::ComputeLimits;
+static_assert(kThrottleNoLimit == kNoLimit);
 
 /// Per device, process-local; the caller serialises access.
 struct ThrottleState {

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "coord/job/job_client.h"
 #include "interpose/driver/real_nvml.h"
 #include "vocab/uuid.h"
 

@@ -17,7 +17,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
+#include "coord/job/local_counters.h"
 #include "interpose/core/accounting.h"
 #include "interpose/driver/legacy_types.h"
 #include "interpose/core/settings.h"

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "coord/job/yield.h"
+#include "interpose/core/clock.h"
 #include "interpose/hooks/hooks.h"
 #include "interpose/memory/suspend.h"
 #include "interpose/compute/throttle.h"
@@ -27,11 +28,8 @@ void after_sync(CUresult result) {
   gpushare::coord::job::yield_clear_busy();
   std::uint64_t launches = launches_total();
   if (g_launches_at_last_sync.exchange(launches, std::memory_order_relaxed) != launches) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     g_counters.kernels_completed.store(launches, std::memory_order_relaxed);
-    g_counters.last_iteration_ns.store(static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-                                           static_cast<std::uint64_t>(ts.tv_nsec),
+    g_counters.last_iteration_ns.store(gpushare::interpose::monotonic_ns(),
                                        std::memory_order_relaxed);
     g_counters.iterations.fetch_add(1, std::memory_order_relaxed);
   }

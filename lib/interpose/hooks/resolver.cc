@@ -140,7 +140,7 @@ using gpushare::interpose::dlsym_answer;
 
 // dlsym, exported twice: programs linked against glibc >= 2.34 reference
 // dlsym@GLIBC_2.34, older ones dlsym@GLIBC_2.2.5. The pass-through must stay
-// a tail call (see the file comment); tests/e2e/interpose-dlsym-next.sh
+// a tail call (see the file comment); tests/e2e/interpose/dlsym-next.sh
 // checks that RTLD_NEXT still works through us.
 extern "C" __attribute__((visibility("default"))) void* gpushare_dlsym_new(void* handle,
                                                                           const char* name) {

@@ -1,4 +1,4 @@
-// The memory worker's thread and the migration notes (memory_worker.h).
+// The memory worker's thread and its round (memory_worker.h).
 #include "interpose/memory/memory_worker.h"
 
 #include <pthread.h>
@@ -6,6 +6,7 @@
 
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
+#include "interpose/memory/memory_work.h"
 #include "interpose/memory/residency.h"
 #include "interpose/memory/spill.h"
 #include "interpose/memory/suspend.h"
@@ -21,17 +22,16 @@ pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER;
 bool g_woken = false;
 // 0: not started, 1: running, -1: could not start (the tick works itself).
 int g_started = 0;
-// Held for each round, and by MemoryWorkLock.
-pthread_mutex_t g_work_mutex = PTHREAD_MUTEX_INITIALIZER;
-// Nesting of MigrationNote (the worker's, or the client thread's while it
-// holds MemoryWorkLock: never both at once).
-int g_notes = 0;
 
+// One round of the memory work, under MemoryWorkLock. The suspend comes
+// first: while one is asked for, under way or being undone, it alone moves
+// memory; otherwise the spill moves each device toward its target. Then
+// the driver's own evictions are read (residency.h), after what this round
+// moved.
 void one_round() {
-  pthread_mutex_lock(&g_work_mutex);
-  memory_work();
+  MemoryWorkLock lock;
+  if (!suspend_round()) spill_tick();
   residency_refresh();
-  pthread_mutex_unlock(&g_work_mutex);
 }
 
 void* worker(void*) {
@@ -48,16 +48,13 @@ void* worker(void*) {
 // A forked child has no worker (only the forking thread survives) and a
 // copy of the locks as they were: start over.
 void after_fork_in_child() {
+  // (memory_work.cc starts its lock and notes over in the same way.)
   pthread_mutex_t fresh_mutex = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
   memcpy(&g_wake_mutex, &fresh_mutex, sizeof fresh_mutex);
-  memcpy(&g_work_mutex, &fresh_mutex, sizeof fresh_mutex);
   memcpy(&g_wake, &fresh_cond, sizeof fresh_cond);
   g_woken = false;
   g_started = 0;
-  g_notes = 0;
-  g_counters.migration.store(coord::kMigrationNone, std::memory_order_relaxed);
-  for (auto& bytes : g_counters.migrating_bytes) bytes.store(0, std::memory_order_relaxed);
 }
 
 __attribute__((constructor)) void register_fork_handler() {
@@ -93,29 +90,6 @@ void memory_tick() {
   g_woken = true;
   pthread_cond_signal(&g_wake);
   pthread_mutex_unlock(&g_wake_mutex);
-}
-
-MemoryWorkLock::MemoryWorkLock() { pthread_mutex_lock(&g_work_mutex); }
-MemoryWorkLock::~MemoryWorkLock() { pthread_mutex_unlock(&g_work_mutex); }
-
-MigrationNote::MigrationNote(int device, std::uint64_t bytes, bool to_host)
-    : device_(device), bytes_(bytes) {
-  if (device_ < 0 || device_ >= kMaxDevices) return;
-  g_counters.migrating_bytes[device_].fetch_add(bytes_, std::memory_order_relaxed);
-  if (g_notes++ == 0) g_counters.migration_started_ns.store(monotonic_ns(), std::memory_order_relaxed);
-  // Release: a reader that sees the state sees the bytes and the start.
-  g_counters.migration.store(to_host ? coord::kMigrationToHost : coord::kMigrationToDevice,
-                             std::memory_order_release);
-}
-
-MigrationNote::~MigrationNote() {
-  if (device_ < 0 || device_ >= kMaxDevices) return;
-  std::atomic<std::uint64_t>& bytes = g_counters.migrating_bytes[device_];
-  std::uint64_t held = bytes.load(std::memory_order_relaxed);
-  while (!bytes.compare_exchange_weak(held, held > bytes_ ? held - bytes_ : 0,
-                                      std::memory_order_relaxed)) {
-  }
-  if (--g_notes == 0) g_counters.migration.store(coord::kMigrationNone, std::memory_order_release);
 }
 
 }  // namespace gpushare::interpose

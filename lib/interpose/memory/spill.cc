@@ -4,10 +4,11 @@
 
 #include <time.h>
 
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
+#include "coord/job/local_counters.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
-#include "interpose/memory/memory_worker.h"
+#include "interpose/memory/memory_work.h"
 #include "interpose/memory/spill_batch.h"
 
 namespace gpushare::interpose {
@@ -75,7 +76,7 @@ void move_chosen(std::size_t count, bool to_host) {
     std::uint64_t group_bytes = 0;
     for (std::size_t i = 0; i < group; ++i) group_bytes += g_records[g_group[i]].bytes;
     {
-      // Shown while it moves (memory_worker.h): the heartbeat goes on meanwhile.
+      // Shown while it moves (memory_work.h): the heartbeat goes on meanwhile.
       MigrationNote note(g_records[g_group[0]].device, group_bytes, to_host);
       run_batch(g_keys, g_records, g_candidates, g_group, group, to_host, g_moved);
     }
@@ -186,7 +187,7 @@ void note_residency(std::uint64_t key, bool on_host) {
 
 bool managed_backing() {
   const Runtime& rt = g_runtime;
-  return rt.settings.qos == kQosOpportunistic && rt.settings.spill &&
+  return coord::job::qos() == kQosOpportunistic && rt.settings.spill &&
          rt.real.real_cuMemAllocManaged != nullptr && rt.real.real_cuMemAdvise != nullptr &&
          rt.real.real_cuMemPrefetchAsync != nullptr && rt.real.real_cuCtxSetCurrent != nullptr &&
          rt.real.real_cuStreamSynchronize != nullptr;
@@ -227,16 +228,16 @@ void spill_forget(const AllocationRecord& record) {
 
 void notice_freed(std::uint64_t bytes) {
   constexpr std::uint64_t kNoticeBytes = 2ull << 20;
-  if (bytes < kNoticeBytes || g_runtime.settings.qos != kQosProduction ||
-      coord::job::g_launch_gate.page.load(std::memory_order_relaxed) == nullptr) {
+  if (bytes < kNoticeBytes || !coord::job::registered() ||
+      coord::job::qos() != kQosProduction) {
     return;
   }
   coord::job::wake_client();
 }
 
 bool may_wait_for_room(int device) {
-  return g_runtime.settings.qos == kQosProduction && device >= 0 && device < kMaxDevices &&
-         coord::job::g_launch_gate.page.load(std::memory_order_acquire) != nullptr;
+  return device >= 0 && device < kMaxDevices && coord::job::registered() &&
+         coord::job::qos() == kQosProduction;
 }
 
 std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unreserved,
@@ -257,13 +258,6 @@ std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unr
       static_cast<unsigned long long>(unreserved), static_cast<unsigned long long>(seq));
   coord::job::wake_client();  // the coordinator hears of it now, not at its next tick
   return seq;
-}
-
-std::uint64_t monotonic_ns() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(now.tv_nsec);
 }
 
 bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns) {

@@ -46,6 +46,7 @@
 #include <cstdint>
 
 #include "interpose/core/accounting.h"
+#include "interpose/core/clock.h"
 
 namespace gpushare::interpose {
 
@@ -102,10 +103,10 @@ std::uint64_t request_room(int device, std::uint64_t reserved, std::uint64_t unr
 /// Waits one step (1 ms) for room; false once `deadline_ns` (CLOCK_MONOTONIC)
 /// has passed or the coordinator said no room is coming for wait `seq`.
 bool wait_for_room_step(int device, std::uint64_t seq, std::uint64_t deadline_ns);
-/// CLOCK_MONOTONIC in ns, and how long a production allocation waits at
-/// most for a spill (2 s: a 16 GiB spill at 25 GB/s takes 0.7 s); it fails
-/// sooner when the coordinator says no spill can make the room.
-std::uint64_t monotonic_ns();
+/// How long a production allocation waits at most for a spill (2 s: a
+/// 16 GiB spill at 25 GB/s takes 0.7 s), on CLOCK_MONOTONIC
+/// (core/clock.h); it fails sooner when the coordinator says no spill can
+/// make the room.
 inline constexpr std::uint64_t kRoomWaitNs = 2'000'000'000;
 /// What a new context is asked room for when no context was measured yet.
 inline constexpr std::uint64_t kContextRoomGuess = 512ull << 20;
@@ -141,8 +142,6 @@ bool free_spillable_async(CUdeviceptr pointer, CUstream stream, bool per_thread,
 /// Frees the deferred frees whose streams have reached them; cheap when
 /// none pend.
 void drain_deferred_frees();
-/// How many stream-ordered frees wait for their streams.
-std::size_t deferred_free_count();
 
 /// One tick of the memory work: moves memory toward each device's target.
 /// Not reentrant (the memory worker is its only caller).

@@ -150,8 +150,6 @@ void drain_deferred_frees() {
   drain_locked();
 }
 
-std::size_t deferred_free_count() { return g_pending.load(std::memory_order_relaxed); }
-
 CUresult allocate_spillable_async(const char* api, CUdeviceptr* pointer, std::size_t bytes,
                                   int device, CUstream stream, bool per_thread) {
   {

@@ -4,10 +4,10 @@
 
 #include <time.h>
 
-#include "coord/job/job_client.h"
+#include "coord/job/limits.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
-#include "interpose/memory/memory_worker.h"
+#include "interpose/memory/memory_work.h"
 #include "interpose/memory/spill.h"
 #include "interpose/memory/vmm_backing.h"
 
@@ -230,7 +230,7 @@ bool resume_step() {
 
 }  // namespace
 
-void memory_work() {
+bool suspend_round() {
   std::uint64_t now = state().load(std::memory_order_relaxed);
   bool wanted = coord::job::suspend_requested();
   if (wanted) {
@@ -239,26 +239,26 @@ void memory_work() {
       state().store(coord::kSuspendSuspending);  // a resume cut short: the rest moves
     }
     if (now == coord::kSuspendSuspending) suspend_step();
-    return;  // suspended or refused: nothing moves until the request changes
+    return true;  // suspended or refused: nothing moves until the request changes
   }
   if (now == coord::kSuspendSuspended) {
     state().store(coord::kSuspendResuming);
-    return;
+    return true;
   }
   if (now == coord::kSuspendResuming) {
     resume_step();
-    return;
+    return true;
   }
   if (now == coord::kSuspendSuspending && g_drained) {  // withdrawn mid-way: back first
     g_drained = false;
     state().store(coord::kSuspendResuming);
-    return;
+    return true;
   }
   if (now != coord::kSuspendRunning) state().store(coord::kSuspendRunning);
   if (++g_ticks % 10 == 0 || g_ticks == 1) {
     g_counters.suspend_blockers.store(blockers(), std::memory_order_relaxed);
   }
-  spill_tick();
+  return false;  // running: the round goes on to the spill
 }
 
 void wait_while_suspended_slow() {

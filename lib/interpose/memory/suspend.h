@@ -31,7 +31,7 @@
 // every tick.
 //
 // The coordinator going away while the memory is away (suspend_memory_away):
-// launches stay held on its page (coord/job/client.cc keeps it) while the
+// launches stay held on its page (coord/job/job_client.cc keeps it) while the
 // client thread goes on ticking; with nobody's request on that page, the
 // tick undoes the suspend (a suspend under way stops where it is and what
 // moved comes back, as a withdrawn one does), retrying until the memory
@@ -57,8 +57,7 @@
 
 #include <atomic>
 
-#include "coord/job/job_client.h"
-#include "interpose/memory/memory_worker.h"  // memory_tick, the client thread's hook
+#include "coord/job/local_counters.h"
 
 namespace gpushare::interpose {
 
@@ -74,9 +73,14 @@ inline void hold_while_suspended() {
   }
 }
 
-/// One round of the memory work, on the memory worker's thread
-/// (memory_worker.h): suspend or resume on request, else spill.
-void memory_work();
+/// The suspend's part of a round of the memory work (on the memory
+/// worker's thread, memory_worker.h): one step toward what the coordinator
+/// asks (suspend_requested), and what a suspend could not move
+/// (suspend_blockers, refreshed every tenth round). True when the round is
+/// the suspend's: one is asked for, under way, in force or being undone,
+/// and nothing else moves memory. False when the job runs: the round goes
+/// on to the spill.
+bool suspend_round();
 
 /// Called by the client thread when it stops with the memory away, before
 /// launches held on the coordinator's page are woken: brings it back.

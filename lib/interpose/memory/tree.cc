@@ -26,7 +26,7 @@
 // Each process registers with the coordinator on its own, passing a
 // descriptor of this file as the proof that it belongs to the job, so the
 // coordinator shows and controls the tree as one job (one limit, one pause;
-// lib/coord/server/tree_identity.h). A descendant that clears its
+// lib/coord/server/registry/tree_identity.h). A descendant that clears its
 // environment, or that starts after the file is gone, counts on its own.
 #include "interpose/memory/tree.h"
 
@@ -180,10 +180,10 @@ TreeFile* open_tree(const char* path, int* fd_out) {
 // The first process of the job creates the file before main, so that every
 // process it starts inherits its path.
 // Priority 101: before every default constructor, read_settings_at_load
-// (runtime.cc) included, which must see the variable this one sets.
+// (startup.cc) included, which must see the variable this one sets.
 __attribute__((constructor(101))) void create_tree_for_job() {
   pthread_atfork(nullptr, nullptr, &reset_measure_mutex_in_child);
-  // Before main, so before interpose/settings.cc reads the environment:
+  // Before main, so before interpose/core/settings.cc reads the environment:
   // this constructor writes GPUSHARE_TREE for the job's children.
   const char* existing = std::getenv(env::kTree);
   if (std::getenv(env::kDisable) != nullptr) return;

@@ -19,23 +19,16 @@
 #include <cstdio>
 #include <cstring>
 
+#include "simgpu/say_once.h"
+
 namespace {
 
 constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
 
 void report_unimplemented(const char* name, int* logged) {
-  if (__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED) != 0) return;
-  char line[256];
-  int length = std::snprintf(line, sizeof line,
+  gpushare::simgpu::say_once(logged,
                              "gpushare-sim[%d]: %s is not implemented by the simulated driver\n",
                              static_cast<int>(getpid()), name);
-  if (length > 0) {
-    ssize_t ignored =
-        ::write(2, line,
-                static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length)
-                                                               : sizeof line - 1);
-    (void)ignored;
-  }
 }
 
 }  // namespace

@@ -412,7 +412,6 @@ void start_checkpoint_thread();
 
 // Pools (pool.cc).
 MemPool* device_default_pool(int device);
-void release_pool_allocations_of(Context* ctx);
 
 }  // namespace gpushare::simgpu::driver
 

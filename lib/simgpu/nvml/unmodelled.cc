@@ -13,26 +13,17 @@
 #include <cstdio>
 
 #include "simgpu/nvml/internal.h"
+#include "simgpu/say_once.h"
 
 using namespace gpushare::simgpu::nvml;
 
 namespace {
 
 nvmlReturn_t not_modelled(const char* name, int* said) {
-  if (__atomic_exchange_n(said, 1, __ATOMIC_RELAXED) == 0) {
-    char line[256];
-    int length = std::snprintf(line, sizeof line,
-                               "gpushare-sim-nvml[%d]: note: %s is not modelled by the simulated "
-                               "NVML (NVML_ERROR_NOT_SUPPORTED)\n",
-                               static_cast<int>(getpid()), name);
-    if (length > 0) {
-      ssize_t ignored =
-          ::write(2, line,
-                  static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length)
-                                                                 : sizeof line - 1);
-      (void)ignored;
-    }
-  }
+  gpushare::simgpu::say_once(said,
+                             "gpushare-sim-nvml[%d]: note: %s is not modelled by the simulated "
+                             "NVML (NVML_ERROR_NOT_SUPPORTED)\n",
+                             static_cast<int>(getpid()), name);
   return NVML_ERROR_NOT_SUPPORTED;
 }
 

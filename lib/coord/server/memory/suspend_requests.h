@@ -1,7 +1,7 @@
 // The coordinator's side of suspend and resume.
 //
 // The coordinator only asks and reports; the job's interposer moves the
-// memory (lib/interpose/suspend.h). `suspend` checks what the job says it
+// memory (lib/interpose/memory/suspend.h). `suspend` checks what the job says it
 // holds that cannot move (its telemetry's suspend_blockers) and refuses
 // with the reason, changing nothing; otherwise it pauses the job's
 // launches and sets the limits page's suspend_request. `resume` of a

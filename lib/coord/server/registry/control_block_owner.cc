@@ -138,7 +138,7 @@ std::uint64_t ControlBlock::yield_mask(int device) const {
 
 void ControlBlock::set_yield_mask(int device, std::uint64_t mask) {
   if (yield_mask(device) == mask) return;
-  limits_->devices[device].yield_mask.store(mask, std::memory_order_release);
+  store_yield_mask(limits_->devices[device], mask);
   update_throttle();
   bump();
 }
@@ -214,29 +214,15 @@ void ControlBlock::set_qos(std::uint32_t qos) {
 }
 
 ComputeLimits ControlBlock::compute(int device) const {
-  const DeviceLimits& d = limits_->devices[device];
-  ComputeLimits out;
-  out.launch_budget = d.launch_budget.load(std::memory_order_relaxed);
-  out.launch_window_ns = d.launch_window_ns.load(std::memory_order_relaxed);
-  out.max_queued = d.max_queued.load(std::memory_order_relaxed);
-  out.compute_cap_ppm = d.compute_cap_ppm.load(std::memory_order_relaxed);
-  return out;
+  return load_compute_limits(limits_->devices[device]);
 }
 
 void ControlBlock::set_compute(int device, const ComputeLimits& limits) {
   ComputeLimits old = compute(device);
-  if (old.launch_budget == limits.launch_budget &&
-      old.launch_window_ns == limits.launch_window_ns && old.max_queued == limits.max_queued &&
-      old.compute_cap_ppm == limits.compute_cap_ppm) {
-    return;  // the controller re-sends the same limits every tick
-  }
-  DeviceLimits& d = limits_->devices[device];
-  // The window before the budget: a reader that sees the new budget sees a
-  // window that goes with it (or an older one, which only scales a refill).
-  d.launch_window_ns.store(limits.launch_window_ns, std::memory_order_relaxed);
-  d.launch_budget.store(limits.launch_budget, std::memory_order_release);
-  d.max_queued.store(limits.max_queued, std::memory_order_release);
-  d.compute_cap_ppm.store(limits.compute_cap_ppm, std::memory_order_release);
+  ComputeLimits next = limits;
+  next.yield_mask = old.yield_mask;  // set_yield_mask's
+  if (next == old) return;  // the controller re-sends the same limits every tick
+  store_compute_limits(limits_->devices[device], next);
   update_throttle();
   bump();
 }
@@ -245,11 +231,7 @@ void ControlBlock::set_compute(int device, const ComputeLimits& limits) {
 void ControlBlock::update_throttle() {
   std::uint32_t any = 0;
   for (int i = 0; i < device_count(); ++i) {
-    ComputeLimits c = compute(i);
-    if (c.launch_budget != kNoLimit || c.max_queued != kNoLimit || c.compute_cap_ppm != kNoLimit ||
-        yield_mask(i) != 0) {
-      any = 1;
-    }
+    if (compute(i).any()) any = 1;
   }
   limits_->throttle.store(any, std::memory_order_release);
 }

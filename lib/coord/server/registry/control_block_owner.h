@@ -7,18 +7,10 @@
 #include <memory>
 
 #include "common/result.h"
+#include "coord/contract/compute_limits.h"
 #include "coord/contract/control_block.h"
 
 namespace gpushare::coord::server {
-
-/// One device's compute limits (see control_block.h); kNoLimit: none.
-struct ComputeLimits {
-  std::uint64_t launch_budget = kNoLimit;
-  std::uint64_t launch_window_ns = 0;
-  std::uint64_t max_queued = kNoLimit;
-  std::uint64_t compute_cap_ppm = kNoLimit;
-  bool operator==(const ComputeLimits&) const = default;
-};
 
 class ControlBlock {
  public:
@@ -58,9 +50,12 @@ class ControlBlock {
   /// Pausing takes effect at the job's next launch; every change wakes the
   /// launches waiting on the page (they wait again while a reason is left).
   void set_pause_reasons(std::uint32_t reasons);
+  /// A device's compute limits as the page holds them, its yield mask
+  /// included (coord/contract/compute_limits.h).
   ComputeLimits compute(int device) const;
   /// Stores a device's compute limits (a no-op when unchanged) and keeps
   /// the page's `throttle` flag true exactly while some limit is in force.
+  /// `limits.yield_mask` is not stored: the yield mask is set_yield_mask's.
   void set_compute(int device, const ComputeLimits& limits);
   /// The yield slots an opportunistic job waits for on a device (layout 4);
   /// keeps `throttle` set while any is. A no-op when unchanged.

@@ -217,7 +217,7 @@ std::vector<Decision> Registry::decisions() const {
     d.name = job.name;
     d.qos = job.qos;
     // A suspend's pause is not restored: the job resumes itself when the
-    // coordinator goes away (lib/interpose/suspend.h).
+    // coordinator goes away (lib/interpose/memory/suspend.h).
     d.paused = job.paused && !job.suspend_requested && !job.resuming;
     d.compute_cap_ppm = job.compute_cap_ppm;
     for (const JobDevice& device : job.devices) d.mem_limit_bytes.push_back(device.mem_limit_bytes);

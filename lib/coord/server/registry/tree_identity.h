@@ -3,7 +3,7 @@
 //
 // Every process of a job started by gpushare-run shares the job's tree file
 // (GPUSHARE_TREE: a file in /dev/shm, private to the user, mode 0600; see
-// lib/interpose/tree.cc). A process proves it belongs to the tree by
+// lib/interpose/memory/tree.cc). A process proves it belongs to the tree by
 // passing an open descriptor of that file with its register message
 // (SCM_RIGHTS). The kernel vouches for the descriptor, so the coordinator
 // reads the file's identity (device and inode) from it with fstat and
