@@ -325,10 +325,10 @@ int run_interference(const ProbeOptions& options) {
   // Each job alone, then per pair one uncontrolled run and two under QoS.
   const std::size_t runs = n + 3 * (n * (n - 1) / 2);
   std::size_t run = 0;
-  const double began_ms = now_ms();
+  const double began_ms = monotonic_ms();
   auto say = [&](const std::string& setting) {
     progress(gpushare::probe::sweep_line("interference", ++run, runs, setting,
-                                         (now_ms() - began_ms) / 1000, ctx.parsed.run_ms / 1000));
+                                         (monotonic_ms() - began_ms) / 1000, ctx.parsed.run_ms / 1000));
   };
   std::vector<Speed> solo;
   for (std::size_t i = 0; i < n; ++i) {

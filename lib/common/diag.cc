@@ -95,6 +95,7 @@ void emit(std::string_view severity, std::string_view message) {
 }  // namespace
 
 void set_program_name(std::string_view name) { state().program = std::string(name); }
+const std::string& program_name() { return state().program; }
 void set_verbosity(Verbosity level) { state().level = level; }
 void set_stream(std::FILE* stream) { state().stream = stream; }
 

@@ -18,6 +18,8 @@ enum class Verbosity { kQuiet = 0, kNormal = 1, kVerbose = 2, kDebug = 3 };
 
 /// Sets the prefix, e.g. "gpushare-place". Call first thing in main().
 void set_program_name(std::string_view name);
+/// The prefix set (progress lines on a terminal start with it).
+const std::string& program_name();
 
 /// kQuiet hides warnings and notes; errors are always shown.
 void set_verbosity(Verbosity level);

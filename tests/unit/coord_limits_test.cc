@@ -89,6 +89,10 @@ TEST_CASE("compute limits: what the coordinator stores is what the job loads", "
   CHECK(loaded.yield_mask == 0);
   store_yield_mask(device, 5);
   CHECK(load_compute_limits(device) == set);
+  device.yield_share_ppm.store(333'333);  // layout 7: the job's part of a gap
+  CHECK(load_compute_limits(device).yield_share_ppm == 333'333);
+  device.yield_share_ppm.store(0);  // 0 reads as all of it
+  CHECK(load_compute_limits(device).yield_share_ppm == kNoLimit);
   CHECK(set.any());
   ComputeLimits yield_only;
   yield_only.yield_mask = 1;

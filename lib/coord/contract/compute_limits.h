@@ -43,7 +43,8 @@ inline ComputeLimits load_compute_limits(const DeviceLimits& device) {
   out.max_queued = device.max_queued.load(std::memory_order_relaxed);
   out.compute_cap_ppm = device.compute_cap_ppm.load(std::memory_order_relaxed);
   out.yield_mask = device.yield_mask.load(std::memory_order_relaxed);
-  out.yield_share_ppm = device.yield_share_ppm.load(std::memory_order_relaxed);
+  std::uint64_t share = device.yield_share_ppm.load(std::memory_order_relaxed);
+  out.yield_share_ppm = share == 0 ? kNoLimit : share;  // 0 and kNoLimit both mean all
   return out;
 }
 

@@ -3,7 +3,7 @@
 # holding plain memory it was not started --suspendable for, or a job with a
 # CUDA array, its own VMM memory or stream-ordered memory, is refused (exit
 # 1, a message naming what cannot move) and changes nothing: the job stays
-# running, unpaused, its memory on the device. Another user's job: tests/e2e/mem-suspend-auth.sh.
+# running, unpaused, its memory on the device. Another user's job: tests/e2e/mem/suspend-auth.sh.
 # (The interposer's path: serve --checkpoint off, since interpose.inc gives
 # the coordinator the simulated driver; e2e/mem-suspend-checkpoint tests the
 # driver's.)
