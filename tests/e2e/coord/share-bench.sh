@@ -36,5 +36,24 @@ done
 expect_exit 1 "$libexec/bench/share-plot" "$scratch/missing.jsonl"
 expect_grep "cannot read" "$scratch/err"
 
+# Each job's speed alone, dashed in its colour; and a job that stops a
+# little into a bin is drawn over the part of the bin it ran, not as a
+# fall toward 0: eleven steps 100 ms apart (10 it/s; bins of 12 and 8),
+# the last alone at the very start of a bin of 250 ms (drawn as 4 it/s before).
+records="$scratch/even.jsonl"
+for i in $(seq 0 10); do
+  printf '{"kind":"workload-iteration","label":"even","t_ms":%d}\n' $((1000 + 100 * i))
+done >"$records"
+expect_exit 0 "$libexec/bench/share-plot" --solo even=10 "$records"
+[ "$(grep -c 'stroke-dasharray' "$scratch/out")" = 1 ] || fail "no dashed line for the job alone"
+grep -q '>dashed: alone</text>' "$scratch/out" || fail "the dashed line is not named"
+points=$(grep -o '<polyline [^>]*points="[^"]*"' "$scratch/out" | sed 's/.*points="//; s/"$//')
+# The panel's bottom is y = 218 and its top 28 at 1.1 x 12 it/s: a point
+# below 6 it/s (y > 131) is a partial bin drawn as a full one.
+echo "$points" | tr ' ' '\n' | awk -F, 'NF == 2 && $2 + 0 > 131 { bad = 1 } END { exit bad }' ||
+  fail "the job falls toward 0 in its last, partial bin: $points"
+expect_exit 2 "$libexec/bench/share-plot" --solo even "$records"
+expect_grep "wants LABEL=RATE" "$scratch/err"
+
 expect_exit 2 "$bench" --policies fastest
 expect_grep "unknown policy 'fastest'" "$scratch/err"
