@@ -12,7 +12,9 @@
 export GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_EVICT=off GPUSHARE_SIM_CTX_OVERHEAD=0
 export GPUSHARE_SIM_MIGRATE_BANDWIDTH=128MiB
 
-start_coordinator
+# The interposer's path, whose bytes move over seconds (through the
+# driver's checkpoint a suspend of the simulated GPU takes milliseconds).
+start_coordinator --checkpoint off
 gpushare-run --sim --opportunistic --name opp -- "$c" init ctx alloc:plain:512MiB fill:5 \
   ready:"$s/full" wait:"$s/done" check:5 >"$s/opp.out" 2>"$s/opp.err" &
 opp=$!
