@@ -22,14 +22,21 @@
 // queued: while no followed production job is busy, what is left of that
 // job's expected gap (its last clear plus its estimated gap: the work ends
 // by the time it is expected back), or kYieldFreeGrantNs where no gap is
-// known; while one is busy, the loop's level (compute_cap_ppm, 1 without
-// one) times kBusyGrantNs, which bounds what its synchronisation can find
-// queued ahead of it. Queued work is launches issued minus launches known
+// known, each times the job's share of the device's opportunistic jobs
+// (yield_share_ppm); while one is busy, the room its page leaves (yield.h,
+// yield_busy_room: up to 2 ms beside a job whose synchronisations find
+// little of its own work ahead of them, nothing beside a GPU-bound one,
+// at most a fiftieth of its step; kBusyGrantNs times the level while the
+// page has measured nothing), scaled by the loop's level only below
+// kRoomFullLevel, which bounds what its synchronisation can find queued
+// ahead of it. Queued work is launches issued minus launches known
 // finished, times the learned GPU time per launch; finished work is learned
 // from marker events recorded every kMarkerEvery launches and when the
 // grant is full, which also time the bursts (the cost per launch: the
 // mean over recent stretches, GPU time over launches; below). When the grant is full the
-// launch waits, in the driver, until half of it is done; when not even one
+// launch waits, in the driver, until half of it is done (beside a busy
+// job, until all of it is: a time-sliced GPU hands production the device
+// only when our queue runs dry); when not even one
 // launch fits beside a busy job it waits once on the job's busy word
 // (futex, at most kYieldWaitNs) and then gets a whole gap's grant; past a
 // gap's expected end nothing more is queued until the job is back or twice
