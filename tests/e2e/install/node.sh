@@ -14,6 +14,7 @@ cmake --install "$GPUSHARE_BUILD_DIR" --component node --prefix "$prefix" >/dev/
 cat >"$scratch/want" <<'LIST'
 bin/gpushare-ctl
 bin/gpushare-run
+lib/gpushare/bench/fit-sim-cost
 lib/gpushare/bench/gpushare-bench-share
 lib/gpushare/bench/share-plot
 lib/gpushare/gpushare-workload
