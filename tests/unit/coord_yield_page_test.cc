@@ -35,6 +35,20 @@ void send_with_fd(int socket_fd, const std::string& line, int fd) {
           static_cast<ssize_t>(line.size()));
 }
 
+// This process follows `block`'s yield page in `slot`, sent as the server
+// sends it; returns the mask bit that names the slot.
+std::uint64_t follow_in_slot(const ControlBlock& block, int slot) {
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+  yield_reset_stream();
+  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":" + std::to_string(slot) + "}\n",
+               block.yield_fd());
+  REQUIRE(yield_receive(pair[1]));
+  close(pair[0]);
+  close(pair[1]);  // the mapping keeps the page
+  return std::uint64_t{1} << slot;
+}
+
 }  // namespace
 
 TEST_CASE("a yield page is passed on only once its job sealed it", "[coord][yield]") {
@@ -211,12 +225,7 @@ TEST_CASE("a production job publishes its idle gap and a follower queues work on
 
   // A follower's view of a job that cleared at t0 with gaps of 8 ms.
   constexpr std::uint64_t kMs = 1'000'000;
-  int pair[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
-  yield_reset_stream();
-  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":1}\n", block->yield_fd());
-  REQUIRE(yield_receive(pair[1]));
-  std::uint64_t mask = std::uint64_t{1} << 1;
+  std::uint64_t mask = follow_in_slot(*block, 1);
   std::uint64_t t0 = 1000 * kMs;
   producer->busy.store(0);
   producer->cleared_ns.store(t0);
@@ -251,8 +260,6 @@ TEST_CASE("a production job publishes its idle gap and a follower queues work on
   producer->cleared_ns.store(t0);
   producer->gap_ns.store(0);
   CHECK(grant_at(t0 + 7 * kMs) == kYieldFreeGrantNs);  // gap unknown
-  close(pair[0]);
-  close(pair[1]);
   munmap(producer, kControlPageBytes);
 }
 
@@ -322,12 +329,7 @@ TEST_CASE("a follower beside a busy producer is told its room by the producer's 
   auto block = make_block(5);
   YieldPage* producer = nullptr;
   REQUIRE(yield_map_own(block->yield_fd(), 5, &producer));
-  int pair[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
-  yield_reset_stream();
-  send_with_fd(pair[0], "{\"kind\":\"yield-page\",\"version\":1,\"slot\":2}\n", block->yield_fd());
-  REQUIRE(yield_receive(pair[1]));
-  std::uint64_t mask = std::uint64_t{1} << 2;
+  std::uint64_t mask = follow_in_slot(*block, 2);
   std::uint64_t now = 5000 * kMs;
   producer->busy.store(1);
   producer->marks.fetch_add(1);
@@ -341,7 +343,5 @@ TEST_CASE("a follower beside a busy producer is told its room by the producer's 
   producer->tail_ns.store(30 * kMs);  // GPU-bound now
   CHECK(yield_grant(mask, now).busy_room_ns == 0);
   producer->busy.store(0);
-  close(pair[0]);
-  close(pair[1]);
   munmap(producer, kControlPageBytes);
 }

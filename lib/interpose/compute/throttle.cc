@@ -9,6 +9,7 @@
 #include "coord/job/limits.h"
 #include "coord/contract/control_block.h"
 #include "coord/job/yield.h"
+#include "interpose/core/clock.h"
 #include "interpose/core/runtime.h"
 #include "interpose/core/log.h"
 #include "interpose/compute/compute_trace.h"
@@ -90,12 +91,9 @@ constinit DeviceGate g_gates[kMaxDevices];
 // only cost for other jobs (throttle_before_sync).
 constinit std::atomic<bool> g_bursting{false};
 
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
+// The interposer's monotonic clock (interpose/core/clock.h), by its old
+// name here.
+std::uint64_t now_ns() { return monotonic_ns(); }
 
 ThrottleLimits read_limits(int device) { return coord::job::compute_limits(device); }
 
@@ -359,10 +357,9 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   // fills only its part, so that production, back, finds no more queued
   // than one job alone would have left (control_block.h, "Shares of a
   // gap"). The level is split among them already.
-  double share = limits.yield_share_ppm == kThrottleNoLimit || limits.yield_share_ppm == 0
+  double share = limits.yield_share_ppm == 0 || limits.yield_share_ppm >= 1'000'000
                      ? 1.0
                      : static_cast<double>(limits.yield_share_ppm) / 1e6;
-  if (share > 1) share = 1;
   std::uint64_t allowed =
       static_cast<std::uint64_t>(static_cast<double>(grant.grant_ns) * share);
   if (grant.free) {
