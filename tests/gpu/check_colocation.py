@@ -24,11 +24,13 @@ Each pair runs two timelines, one without gpushare and one under it, each:
   1. the opportunistic job alone (without gpushare: its solo speed; under
      gpushare-run --opportunistic: must keep >= 0.99 of it);
   2. the production job joins it: the pair with the opportunistic job
-     first, over a window after production's warm-up;
+     first, over a window after production's warm-up and the
+     coordinator's settling (loop_settle_s, reported on its own);
   3. the opportunistic job leaves; production alone;
   4. a new opportunistic job starts beside the busy production job (3 s
      or more after production started): the pair with production first,
-     from its start plus the start-up it took without gpushare;
+     from its start plus the start-up it took without gpushare and the
+     settling;
   5. it leaves; production alone, then it stops.
 Production's solo speed is the mean of its alone windows (3 and 5) without
 gpushare (before the gpushare pairs) and of window 5 under gpushare (after
@@ -37,13 +39,14 @@ separates the two). Rates are steps whose records' t_ms fall inside a
 window over the time they cover, per synchronisation pattern: never a
 median of per-step times, which hides waiting.
 
-Targets (fail below): production >= 0.97 of solo; the opportunistic job
->= 0.6 of what it gets in the same window of the same pair without
-gpushare, in each order and pattern; alone >= 0.99. Also reported, not
-judged: harvest_of_free, the opportunistic job's GPU time over the GPU
-time production leaves idle (from each job's GPU time per step alone; on
-the simulator also harvest_of_free_exact, from the simulated device's busy
-counter).
+Targets (fail below): production >= 0.97 of solo over the whole time the
+opportunistic job ran beside it (settling included); the opportunistic job
+>= 0.8 of what it gets in the same window of the same pair without
+gpushare, in each order and pattern, or >= 0.9 of the GPU time production
+leaves idle (harvest_of_free: the opportunistic job's GPU time over the GPU
+time production leaves, from each job's GPU time per step alone; on the
+simulator harvest_of_free_exact, from the simulated device's busy counter,
+is the one judged); alone >= 0.99.
 """
 import ctypes
 import os
@@ -54,7 +57,7 @@ import time
 
 import gpucheck
 
-PROD_TARGET, OPP_TARGET, ALONE_TARGET = 0.97, 0.6, 0.99
+PROD_TARGET, OPP_TARGET, HARVEST_TARGET, ALONE_TARGET = 0.97, 0.8, 0.9, 0.99
 
 ctx = gpucheck.Context("colocation")
 quick = os.environ.get("GPUSHARE_CHECK_QUICK", "0") == "1" or "--quick" in sys.argv[1:]
@@ -64,7 +67,16 @@ PATTERNS = [1] if quick else [1, 5]
 # holds two turns of each. Short, so that a full run on a GPU stays near
 # 200 s and the quick one near 70 s (docs/colocation.md).
 switch = 0.6 if ctx.sim else 1.0
-pair_s = max(2 * switch * len(PATTERNS), 2.4 if ctx.sim else 3.0)
+pair_s = max(2 * switch * len(PATTERNS), 4.8 if ctx.sim else 3.0)
+# The coordinator's loop measures a new production job alone for 500 ms
+# after its set-up, then slow-starts the opportunistic job from 1/8 of its
+# level: about a second before it harvests what it will. A pair window
+# starts after that (the same offset without gpushare, so that the two
+# windows cover the same part of each job's run), and the stretch before
+# it is reported on its own ("settling"), not judged: in 2.4-s windows
+# that began at production's warm-up, the ramp was half the window and
+# two runs of the same code differed by 0.1 or more.
+loop_settle_s = 1.5
 # Alone, one turn of each pattern on a GPU (its steps are regular), two on
 # the simulator (a loaded machine's are not).
 alone_s = 2 * switch * len(PATTERNS) if ctx.sim else max(switch * len(PATTERNS), 2.0)
@@ -285,8 +297,11 @@ def timeline(pair, gpushare, startup_allowance_ms):
     prod = Job(f"{tag}-prod", prefix["production"], pair, "production")
     wait_until(f"{tag}: production's first step", lambda: prod.records() or not prod.alive(), 120)
     prod_first = prod.records()[0]["t_ms"] if prod.records() else now_ms()
-    wait_for_ms(prod_first + (warmup_s + pair_s) * 1000)
-    opp_first_window = (prod_first + warmup_s * 1000, now_ms())
+    settled = prod_first + (warmup_s + loop_settle_s) * 1000
+    wait_for_ms(settled + pair_s * 1000)
+    opp_first_window = (settled, now_ms())
+    opp_first_settling = (prod_first + warmup_s * 1000, settled)
+    prod_during_first = (prod_first + warmup_s * 1000, now_ms())
     first_end = first.stop()
     solo_low = now_ms() + settle_s * 1000
     wait_for_ms(solo_low + solo_s * 1000)
@@ -300,8 +315,10 @@ def timeline(pair, gpushare, startup_allowance_ms):
                    lambda: second.records() or not second.alive(), 120)
         startup_allowance_ms = (second.records()[0]["t_ms"] if second.records() else now_ms()) \
             - second.started_ms + warmup_s * 1000
-    wait_for_ms(second.started_ms + startup_allowance_ms + pair_s * 1000)
-    prod_first_window = (second.started_ms + startup_allowance_ms, now_ms())
+    settled = second.started_ms + startup_allowance_ms + loop_settle_s * 1000
+    wait_for_ms(settled + pair_s * 1000)
+    prod_first_window = (settled, now_ms())
+    prod_first_settling = (second.started_ms + startup_allowance_ms, settled)
     prod_during_second = (second.started_ms, now_ms())
     second_end = second.stop()
     solo_low = now_ms() + settle_s * 1000
@@ -310,7 +327,10 @@ def timeline(pair, gpushare, startup_allowance_ms):
     prod.stop()
     return {"alone": alone, "opportunistic_first": opp_first_window,
             "production_first": prod_first_window, "production_during_second":
-            prod_during_second, "solo_mid": solo_mid, "solo_end": solo_end,
+            prod_during_second, "production_during_first": prod_during_first,
+            "settling": {"opportunistic_first": opp_first_settling,
+                         "production_first": prod_first_settling},
+            "solo_mid": solo_mid, "solo_end": solo_end,
             "first": first.records(), "second": second.records(), "prod": prod.records(),
             "startup_allowance_ms": startup_allowance_ms,
             "ends": {"first": first_end, "second": second_end}}
@@ -356,8 +376,12 @@ def measure(pair):
              "startup_allowance_s": round(plain["startup_allowance_ms"] / 1000, 3),
              "orders": {}}
     for order, records in (("opportunistic_first", "first"), ("production_first", "second")):
-        prod_window = "production_during_second" if order == "production_first" else order
-        result = {"window_s": round((shared[order][1] - shared[order][0]) / 1000, 3)}
+        # Production is judged over the whole time the opportunistic job
+        # ran beside it, its start-up and the loop's settling included.
+        prod_window = "production_during_second" if order == "production_first" \
+            else "production_during_first"
+        result = {"window_s": round((shared[order][1] - shared[order][0]) / 1000, 3),
+                  "settling_s": loop_settle_s}
         for name, run in (("without_gpushare", plain), ("gpushare", shared)):
             opp = pattern_rates(run[records], *run[order])
             estimate, exact = harvest(run[records], run["prod"], run[order], opp_gpu, prod_gpu)
@@ -372,6 +396,11 @@ def measure(pair):
                 result[name]["harvest_of_free_exact"] = exact
             if run["ends"][records] == "killed":
                 result[name]["opportunistic_killed_at_stop"] = True
+        settling = {name: rate(run[records], *run["settling"][order])
+                    for name, run in (("without_gpushare", plain), ("gpushare", shared))}
+        result["settling_opportunistic_of_without_gpushare"] = \
+            round(settling["gpushare"] / settling["without_gpushare"], 3) \
+            if settling["without_gpushare"] else 0.0
         base = result["without_gpushare"]["opportunistic_steps_per_s"]
         got = result["gpushare"]["opportunistic_steps_per_s"]
         result["opportunistic_of_without_gpushare"] = {
@@ -392,10 +421,16 @@ def failures_of(pair, found):
         production = result["gpushare"]["production_fraction"]
         if production < PROD_TARGET:
             failed.append(f"{pair} {order} production {production:.3f} < {PROD_TARGET}")
+        # Either suffices: what sharing without gpushare gives it, or
+        # nearly all the GPU time production leaves (the exact figure on
+        # the simulator, the estimate elsewhere).
+        shared = result["gpushare"]
+        harvested = shared.get("harvest_of_free_exact", shared["harvest_of_free"]) or 0.0
         for p, fraction in result["opportunistic_of_without_gpushare"].items():
-            if fraction < OPP_TARGET:
+            if fraction < OPP_TARGET and harvested < HARVEST_TARGET:
                 failed.append(f"{pair} {order} sync every {p}: opportunistic {fraction:.3f} of "
-                              f"without gpushare < {OPP_TARGET}")
+                              f"without gpushare < {OPP_TARGET} and {harvested:.3f} of the free "
+                              f"GPU time < {HARVEST_TARGET}")
     for p, fraction in found["alone_fraction_by_pattern"].items():
         if fraction < ALONE_TARGET:
             failed.append(f"{pair} sync every {p}: alone {fraction:.3f} < {ALONE_TARGET}")

@@ -93,6 +93,13 @@ TEST_CASE("compute limits: what the coordinator stores is what the job loads", "
   CHECK(load_compute_limits(device).yield_share_ppm == 333'333);
   device.yield_share_ppm.store(0);  // 0 reads as all of it
   CHECK(load_compute_limits(device).yield_share_ppm == kNoLimit);
+  device.yield_turn.store(yield_turn_word(2, 3));  // layout 8: the third of three turns
+  CHECK(load_compute_limits(device).yield_turn == 2);
+  CHECK(load_compute_limits(device).yield_turns == 3);
+  device.yield_turn.store((std::uint64_t{3} << 32) | 3);  // an index past the count: no turns
+  CHECK(load_compute_limits(device).yield_turns == 0);
+  CHECK(yield_turn_word(0, 1) == 0);  // one job alone takes no turns
+  device.yield_turn.store(0);
   CHECK(set.any());
   ComputeLimits yield_only;
   yield_only.yield_mask = 1;

@@ -323,6 +323,27 @@ TEST_CASE("a follower's room beside a busy producer follows its queue's tail", "
   CHECK(quarter == kBusyRoomMaxNs / 2);
 }
 
+TEST_CASE("opportunistic jobs take turns at production's gaps by the shared clock",
+          "[coord][yield]") {
+  constexpr std::uint64_t kTurn = kYieldTurnNs;
+  // One job, or none: always its turn.
+  CHECK(yield_is_turn(12345, 0, 0));
+  CHECK(yield_is_turn(12345, 0, 1));
+  CHECK(yield_turn_wait_ns(12345, 0, 1) == 0);
+  // Three: round-robin by kYieldTurnNs, exactly one job's turn at a time.
+  for (std::uint64_t t : {std::uint64_t{0}, kTurn / 2, kTurn, 5 * kTurn + 7, 1'000 * kTurn + 3}) {
+    int owners = 0;
+    for (std::uint32_t turn = 0; turn < 3; ++turn) owners += yield_is_turn(t, turn, 3) ? 1 : 0;
+    CHECK(owners == 1);
+  }
+  CHECK(yield_is_turn(4 * kTurn + 1, 1, 3));  // 4 mod 3
+  // How long until a turn: to the start of the next slot that is its.
+  CHECK(yield_turn_wait_ns(4 * kTurn + 1, 1, 3) == 0);
+  CHECK(yield_turn_wait_ns(4 * kTurn + 1, 2, 3) == kTurn - 1);
+  CHECK(yield_turn_wait_ns(4 * kTurn + 1, 0, 3) == 2 * kTurn - 1);
+  CHECK(yield_is_turn(4 * kTurn + 1 + yield_turn_wait_ns(4 * kTurn + 1, 0, 3), 0, 3));
+}
+
 TEST_CASE("a follower beside a busy producer is told its room by the producer's page",
           "[coord][yield]") {
   constexpr std::uint64_t kMs = 1'000'000;

@@ -24,6 +24,10 @@ struct ComputeLimits {
   /// Layout 7: the job's part of a gap among the device's opportunistic
   /// jobs, parts per million; kNoLimit or 0: all of it (control_block.h).
   std::uint64_t yield_share_ppm = kNoLimit;
+  /// Layout 8: the job's turn among the device's opportunistic jobs and
+  /// their count (control_block.h, "Turns"); a count of 0 or 1: no turns.
+  std::uint32_t yield_turn = 0;
+  std::uint32_t yield_turns = 0;
 
   /// Whether a launch must take the throttle's path on this device.
   bool any() const {
@@ -45,6 +49,10 @@ inline ComputeLimits load_compute_limits(const DeviceLimits& device) {
   out.yield_mask = device.yield_mask.load(std::memory_order_relaxed);
   std::uint64_t share = device.yield_share_ppm.load(std::memory_order_relaxed);
   out.yield_share_ppm = share == 0 ? kNoLimit : share;  // 0 and kNoLimit both mean all
+  std::uint64_t turn = device.yield_turn.load(std::memory_order_relaxed);
+  out.yield_turns = static_cast<std::uint32_t>(turn & 0xffffffffu);
+  out.yield_turn = static_cast<std::uint32_t>(turn >> 32);
+  if (out.yield_turns <= 1 || out.yield_turn >= out.yield_turns) out.yield_turn = out.yield_turns = 0;
   return out;
 }
 
@@ -59,6 +67,11 @@ inline void store_compute_limits(DeviceLimits& device, const ComputeLimits& limi
   device.launch_budget.store(limits.launch_budget, std::memory_order_release);
   device.max_queued.store(limits.max_queued, std::memory_order_release);
   device.compute_cap_ppm.store(limits.compute_cap_ppm, std::memory_order_release);
+}
+
+/// The yield_turn word of a job's turn `index` among `count` (layout 8).
+inline std::uint64_t yield_turn_word(std::uint32_t index, std::uint32_t count) {
+  return count > 1 && index < count ? (static_cast<std::uint64_t>(index) << 32) | count : 0;
 }
 
 /// Stores the yield slots the job waits for on the device (layout 4).

@@ -224,6 +224,21 @@
 // their sum, in parts per million; 0 or kNoLimit: the whole): a follower
 // queues at most that part of what is left of a gap.
 //
+// Turns (layout 8, limits page). Parts of one gap still cost a switch and
+// a cold start for each job that fills its part: a GPU time-slices between
+// the contexts with queued work, and each one switched in pays both (three
+// ResNet stand-ins together harvested 0.36 of one job's solo speed where
+// one alone harvested 0.57). So with several opportunistic jobs on a device
+// production's gaps go to one job at a time: `yield_turn` holds the job's
+// index among them and their count, and a follower fills gaps, and queues
+// beside production's busy mark, only in its turns: kYieldTurnNs of
+// CLOCK_MONOTONIC each, round-robin by index (yield.h, yield_is_turn), so
+// the followers agree without talking and a turn's end costs one switch.
+// Turns by clock, not by production's marks: a production job that
+// synchronises twice a step would give one follower every long gap. The
+// share still splits the loop's level (a job in its turn fills the whole
+// gap).
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -242,7 +257,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 8;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -300,7 +315,9 @@ struct DeviceLimits {
   /// Layout 7: the job's part of a gap among the device's opportunistic
   /// jobs, parts per million; 0 or kNoLimit: all of it ("Shares of a gap").
   std::atomic<std::uint64_t> yield_share_ppm;
-  std::atomic<std::uint64_t> reserved[1];
+  /// Layout 8: whose turn a gap is among the device's opportunistic jobs,
+  /// (index << 32) | count; a count of 0 or 1: no turns ("Turns").
+  std::atomic<std::uint64_t> yield_turn;
 };
 
 struct LimitsPage {

@@ -135,6 +135,28 @@ struct YieldGrant {
 /// time slice, so a job that returns unannounced waits for at most that.
 inline constexpr std::uint64_t kYieldFreeGrantNs = 2'000'000;
 
+/// How long one opportunistic job's turn lasts where several share a
+/// device's gaps (control_block.h, "Turns"): a few production steps, so
+/// that a turn covers gaps long and short whatever production's pattern of
+/// synchronisations, and the switch its end costs is rare.
+inline constexpr std::uint64_t kYieldTurnNs = 100'000'000;
+
+/// Whether CLOCK_MONOTONIC `now_ns` falls in turn `turn` of `turns` (the
+/// turns go round by kYieldTurnNs on the clock every process shares, so
+/// followers agree without talking); always with fewer than two turns.
+constexpr bool yield_is_turn(std::uint64_t now_ns, std::uint32_t turn, std::uint32_t turns) {
+  return turns <= 1 || (now_ns / kYieldTurnNs) % turns == turn;
+}
+
+/// From `now_ns`, how long until turn `turn` of `turns` begins (0 within it).
+constexpr std::uint64_t yield_turn_wait_ns(std::uint64_t now_ns, std::uint32_t turn,
+                                           std::uint32_t turns) {
+  if (yield_is_turn(now_ns, turn, turns)) return 0;
+  std::uint64_t slot = now_ns / kYieldTurnNs;
+  std::uint64_t ahead = (turn + turns - slot % turns) % turns;
+  return (slot + ahead) * kYieldTurnNs - now_ns;
+}
+
 /// For a gated launch under `mask` at CLOCK_MONOTONIC `now_ns`: a busy
 /// followed job (yield_busy_word's rule), else the GPU time the follower
 /// may keep queued. A job's gap is its last clear plus its estimated gap;

@@ -360,8 +360,23 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   double share = limits.yield_share_ppm == 0 || limits.yield_share_ppm >= 1'000'000
                      ? 1.0
                      : static_cast<double>(limits.yield_share_ppm) / 1e6;
+  // With turns (control_block.h, "Turns") a job fills the whole of the
+  // gaps in its turns and waits out the others'.
+  bool turns = limits.yield_turns > 1;
+  double part = turns ? 1.0 : share;
+  if (turns && !grant.free &&
+      !coord::job::yield_is_turn(now, limits.yield_turn, limits.yield_turns)) {
+    std::uint64_t wait =
+        coord::job::yield_turn_wait_ns(now, limits.yield_turn, limits.yield_turns);
+    std::uint64_t hold = grant.busy != nullptr ? kHoldProductionBusy : kHoldProductionDue;
+    hold_begin(hold, now);
+    sleep_unlocked(gate, wait < kYieldWaitNs ? wait : kYieldWaitNs);  // limits are read again
+    note_wait(gate, device, hold, "other-turn", now, grant.grant_ns, 0);
+    gate.burst_fresh = true;
+    return false;
+  }
   std::uint64_t allowed =
-      static_cast<std::uint64_t>(static_cast<double>(grant.grant_ns) * share);
+      static_cast<std::uint64_t>(static_cast<double>(grant.grant_ns) * part);
   if (grant.free) {
     // Nothing says when production is back: the loop's level is a share of
     // GPU time, kept by the cap's bucket (debited by the markers), and one
@@ -397,7 +412,7 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
     if (grant.busy_room_ns != coord::job::kBusyRoomUnknown) {
       room = grant.busy_room_ns;
       double device_level = level / share;  // the loop's level before the split
-      scale = (device_level >= kRoomFullLevel ? 1.0 : device_level / kRoomFullLevel) * share;
+      scale = (device_level >= kRoomFullLevel ? 1.0 : device_level / kRoomFullLevel) * part;
     }
     allowed = static_cast<std::uint64_t>(static_cast<double>(room) * scale);
   }

@@ -7,9 +7,13 @@
 # room beside its busy mark (control_block.h, "Shares of a gap"), so three
 # of them leave production no more queued than one would. At b6aeac0 each
 # filled every gap on its own and production ran at 0.924 of solo with
-# three (0.896 with three GPU-bound ones); now 0.98-1.0. Bounds: production
-# >= 0.96 of solo, and the three together harvest something (>= 0.25 of
-# one job's solo speed; 0.6-0.7 measured).
+# three (0.896 with three GPU-bound ones); now 0.98-1.0. And the gaps go to
+# one job at a time, in turns of 100 ms (control_block.h, "Turns"): with
+# parts of every gap, each context switched in paid a switch and a cold
+# start, and the three together harvested 0.36 of one job's solo speed
+# where one alone harvests 0.57; in turns 0.55-0.65, as one. Bounds:
+# production >= 0.96 of solo, and the three together >= 0.45 of one job's
+# solo speed (fails with parts of each gap: 0.36).
 . "$(dirname "$0")/../common.inc"
 . "$e2e_dir/coord.inc"
 [ -f "$libexec/sim/libcuda.so.1" ] || skip "the simulated GPU is not installed"
@@ -54,5 +58,5 @@ figures="solo: prod $prod_solo opp $opp_solo; together: prod $prod_with, three o
 echo "$figures" >&2
 check() { awk "BEGIN { exit !($1) }" || fail "$2 ($figures)"; }
 check "$prod_with >= 0.96 * $prod_solo" "three opportunistic jobs slowed production"
-check "$opps_with >= 0.25 * $opp_solo" "the opportunistic jobs harvested nothing"
+check "$opps_with >= 0.45 * $opp_solo" "the three opportunistic jobs harvested less than one would"
 echo "coord-yield-many-opp: ok"

@@ -1,5 +1,6 @@
 #include "coord/server/compute/compute_loop.h"
 
+#include <iterator>
 #include <set>
 #include <vector>
 
@@ -55,10 +56,19 @@ void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Proces
       followers.insert(members[i].first->key);
     }
   }
+  // And each its turns at the gaps (control_block.h, "Turns"): its index
+  // among them, in the order of their keys.
   std::uint64_t share_ppm = followers.size() > 1 ? 1'000'000 / followers.size() : kNoLimit;
+  auto turns = static_cast<std::uint32_t>(followers.size());
   for (std::size_t i = 0; i < members.size(); ++i) {
     auto [job, device] = members[i];
-    if (job->block->qos() == kQosOpportunistic) job->block->set_yield_share(device, share_ppm);
+    if (job->block->qos() == kQosOpportunistic) {
+      job->block->set_yield_share(device, share_ppm);
+      auto at = followers.find(job->key);
+      job->block->set_yield_turn(
+          device, at == followers.end() ? 0 : static_cast<std::uint32_t>(std::distance(followers.begin(), at)),
+          at == followers.end() ? 0 : turns);
+    }
     std::uint64_t mask = 0;
     if (live[i] && job->block->qos() == kQosOpportunistic) {
       std::vector<YieldDelivery> to_send;

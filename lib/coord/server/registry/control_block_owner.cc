@@ -73,6 +73,7 @@ Result<std::unique_ptr<ControlBlock>> ControlBlock::create(std::uint64_t job_id,
     d.compute_cap_ppm.store(kNoLimit);
     d.yield_mask.store(0);
     d.yield_share_ppm.store(kNoLimit);
+    d.yield_turn.store(0);
     page.device_resident_target[i].store(kNoLimit);
   }
   page.throttle.store(0);
@@ -147,6 +148,14 @@ void ControlBlock::set_yield_share(int device, std::uint64_t share_ppm) {
   std::atomic<std::uint64_t>& word = limits_->devices[device].yield_share_ppm;
   if (word.load(std::memory_order_relaxed) == share_ppm) return;
   word.store(share_ppm, std::memory_order_release);
+  bump();
+}
+
+void ControlBlock::set_yield_turn(int device, std::uint32_t index, std::uint32_t count) {
+  std::atomic<std::uint64_t>& word = limits_->devices[device].yield_turn;
+  std::uint64_t value = yield_turn_word(index, count);
+  if (word.load(std::memory_order_relaxed) == value) return;
+  word.store(value, std::memory_order_release);
   bump();
 }
 

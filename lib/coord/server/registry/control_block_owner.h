@@ -64,6 +64,8 @@ class ControlBlock {
   /// The job's part of a gap among the device's opportunistic jobs
   /// (control_block.h, layout 7); kNoLimit: all of it.
   void set_yield_share(int device, std::uint64_t share_ppm);
+  /// The job's turn among the device's opportunistic jobs (layout 8).
+  void set_yield_turn(int device, std::uint32_t index, std::uint32_t count);
   std::uint32_t qos() const;
   void set_qos(std::uint32_t qos);
   /// The most managed bytes the job may keep on a device;
