@@ -38,6 +38,9 @@ constexpr std::uint64_t kBusyGrantNs = 1'000'000;
 constexpr double kRoomFullLevel = 0.25;
 // The longest one yield wait lasts before the limits are read again.
 constexpr std::uint64_t kYieldWaitNs = 10'000'000;
+// The least pace of the batches beside a busy production job (burst_admit):
+// at most one batch in 64 of what the room would allow back to back.
+constexpr double kMinPace = 1.0 / 64;
 
 // One device's gate. The ring holds the tracked launches not yet seen to
 // finish: `count` slots from `head` on.
@@ -58,6 +61,12 @@ struct DeviceGate {
   bool burst_fresh = true;  ///< the next launch starts a burst (after a wait)
   bool host_gap = false;    ///< ... because the host paused (burst_admit saw it)
   std::uint64_t gap_ns = 0, gap_cover_ns = 0;  ///< that pause, and what covered it
+  // Batches beside a busy production job, spaced out by the loop's level
+  // (burst_admit): when the current one started (0: none), at what pace,
+  // and when the next may start.
+  std::uint64_t busy_batch_ns = 0;
+  double busy_batch_pace = 1.0;
+  std::uint64_t busy_resume_ns = 0;
   std::uint64_t burst_id = 0;
   CUevent marker[kMarkers] = {};
   std::uint64_t marker_issued[kMarkers] = {};  ///< burst.issued when recorded
@@ -407,20 +416,55 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
     // of short measurements, sat at 0.1-0.25 beside a production job that
     // ran at its solo speed; a level cut by real harm (0.7 or 0.35 a
     // measurement) reaches it within a few measurements.
+    //
+    // Below kRoomFullLevel the level spaces the batches out; it does not
+    // shrink them. Each batch beside a busy job costs production two
+    // switches and a cold start whatever its size (0.8 ms on the
+    // simulator, docs/simulated-gpu.md), so a room cut to a tenth made ten
+    // times the batches for the same work: beside GPT-2 a level of 1% gave
+    // batches of 50 us, one after another, and production lost 5% where a
+    // level of 7% (batches of 300 us) cost it 1-2%, and the loop, seeing
+    // the harm, cut the level further. A batch of the whole room, then a
+    // pause of (1 / scale - 1) times what the batch took, keeps the level's
+    // share of the interleaving and the cost per batch.
     double scale = level;
     std::uint64_t room = kBusyGrantNs;
     if (grant.busy_room_ns != coord::job::kBusyRoomUnknown) {
       room = grant.busy_room_ns;
       double device_level = level / share;  // the loop's level before the split
-      scale = (device_level >= kRoomFullLevel ? 1.0 : device_level / kRoomFullLevel) * part;
+      double pace = device_level >= kRoomFullLevel ? 1.0 : device_level / kRoomFullLevel;
+      scale = part;
+      if (gate.burst.issued == gate.burst.done) {  // none of ours queued: a new batch
+        if (gate.busy_batch_ns != 0 && now > gate.busy_batch_ns) {  // the last one drained
+          double spaced = gate.busy_batch_pace < kMinPace ? kMinPace : gate.busy_batch_pace;
+          gate.busy_resume_ns = now + static_cast<std::uint64_t>(
+                                          static_cast<double>(now - gate.busy_batch_ns) *
+                                          (1.0 / spaced - 1.0));
+          gate.busy_batch_ns = 0;
+        }
+        if (now < gate.busy_resume_ns) {  // spaced out: until then, or production's clear
+          std::uint64_t left = gate.busy_resume_ns - now;
+          hold_begin(kHoldProductionBusy, now);
+          pthread_mutex_unlock(&gate.mutex);
+          coord::job::yield_wait(grant.busy, left < kYieldWaitNs ? left : kYieldWaitNs);
+          pthread_mutex_lock(&gate.mutex);
+          note_wait(gate, device, kHoldProductionBusy, "level-pace", now, grant.grant_ns, 0);
+          gate.burst_fresh = true;
+          return false;
+        }
+        gate.busy_batch_pace = pace;  // for the batch this launch starts, if it goes
+      }
     }
     allowed = static_cast<std::uint64_t>(static_cast<double>(room) * scale);
+  } else {
+    gate.busy_batch_ns = gate.busy_resume_ns = 0;  // a gap: the next busy mark starts afresh
   }
   if (!tracked) {  // no markers: no bound on queued work, so only in gaps
     if (grant.busy == nullptr && allowed > 0) return true;
   } else if (burst_admits(gate.burst, allowed, grant.busy == nullptr) > 0) {
     // In a gap one launch goes whenever none of ours is queued, whatever
     // the learned cost says: it is then measured, and a wrong figure mends.
+    if (grant.busy != nullptr && gate.burst.issued == gate.burst.done) gate.busy_batch_ns = now;
     return true;
   } else if (gate.burst.issued > gate.burst.done) {
     // Our queued work fills the grant: wait, in the driver, until half of
@@ -621,6 +665,8 @@ void throttle_after_fork() {
     gate.failed = false;
     gate.head = gate.count = 0;
     gate.burst = BurstState{};
+    gate.busy_batch_ns = gate.busy_resume_ns = 0;
+    gate.busy_batch_pace = 1.0;
     gate.pending = DeviceGate::PendingWait{};
     gate.burst_fresh = true;
     gate.marker_head = gate.marker_count = 0;

@@ -32,7 +32,7 @@ jq -e '.kind == "gpu-check-report" and .version == 1 and .mode == "sim"
        and ([.checks[].name] == ["probe-device", "workload-spin", "torch-interception",
                                  "torch-training", "hook-overhead", "colocation", "memory-spill",
                                  "suspend", "probe-memory", "calibration"])
-       and .quick == false and .limit_s == 480 and .budget_s == 460
+       and .quick == false and .limit_s == 480 and .budget_s == 475
        and all(.checks[]; .kind == "gpu-check" and .version == 1
                and (.status | IN("passed", "failed", "skipped", "not-built"))
                and (.summary | length > 0) and (.duration_s | type == "number")

@@ -23,10 +23,11 @@
 //               min_eval and min_iterations iterations, after settle
 //               and, for a job that just started, after its first 500 ms
 //               (its set-up's synchronisations are not steps).
-//   slow-start  from h = 1/32: h doubles after each measurement within the
-//               slowdown target, and halves into avoid otherwise.
+//   slow-start  from h = 1/8: h doubles after each measurement within the
+//               slowdown target, and halves into avoid otherwise; entered
+//               again from avoid when a new opportunistic job joins.
 //   avoid       additive increase by a step set on entry and at each
-//               decrease (a tenth of h, at least 1/32), doubled after
+//               decrease (a tenth of h, at least 1/128), doubled after
 //               every two good steps in a row (at most 1/4: a level cut
 //               by noise comes back within about a second), and
 //               multiplicative decrease by 0.7 (by 0.35 when the slowdown
@@ -73,6 +74,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <set>
 
 namespace gpushare::coord::server {
 namespace {
@@ -80,7 +82,12 @@ namespace {
 constexpr std::uint64_t kHistoryNs = 2'500'000'000;
 constexpr std::uint64_t kShowWindowNs = 500'000'000;
 constexpr double kStartHarvest = 1.0 / 8;
-constexpr double kMinStep = 1.0 / 32;  // additive increase, at least
+// Additive increase, at least. Small: below 1/4 the level paces the
+// batches an opportunistic job queues beside a busy production job
+// (throttle.cc), and a step of 1/32 took the level from 0.05 to 0.08 at
+// once; beside GPT-2, whose level settles near 0.02, the loop then sat at
+// 3-6% slowdown (production 0.95-0.96 of solo), and at 0.997 with 1/128.
+constexpr double kMinStep = 1.0 / 128;
 constexpr double kMaxStep = 1.0 / 4;
 constexpr std::uint64_t kProfileWarmupNs = 500'000'000;  // a new job's set-up
 
@@ -174,6 +181,17 @@ class GpushareController : public DeviceController {
         if (job.qos == kQosProduction && tracks_[job.id].solo <= 0) known = false;
       }
       enter(known ? Phase::kSlowStart : Phase::kProfile, now);
+    } else if (phase_ == Phase::kAvoid && joined(jobs)) {
+      // A new opportunistic job: the level reached without it (up to all
+      // of it, while production ran alone and every measurement was good)
+      // says nothing about what this one costs production. Slow start
+      // again: started beside a busy GPT-2 stand-in at a level of 1, one
+      // slowed production by 7-11% for a second and a half.
+      enter(Phase::kSlowStart, now);
+    }
+    opportunistic_.clear();
+    for (const ComputeJobInput& job : jobs) {
+      if (job.qos == kQosOpportunistic) opportunistic_.insert(job.id);
     }
     if (phase_ == Phase::kProfile) {
       profile(now, jobs);
@@ -197,6 +215,14 @@ class GpushareController : public DeviceController {
     change_ns_ = now;
     stale_ = 0;
     if (phase == Phase::kSlowStart) harvest_ = kStartHarvest;
+  }
+
+  // Whether an opportunistic job is here that was not at the last tick.
+  bool joined(const std::vector<ComputeJobInput>& jobs) const {
+    for (const ComputeJobInput& job : jobs) {
+      if (job.qos == kQosOpportunistic && !opportunistic_.count(job.id)) return true;
+    }
+    return false;
   }
 
   void update_tracks(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
@@ -370,6 +396,7 @@ class GpushareController : public DeviceController {
 
   ComputeTuning t_;
   std::map<std::uint64_t, Track> tracks_;
+  std::set<std::uint64_t> opportunistic_;  // the opportunistic jobs at the last tick
   Phase phase_ = Phase::kFree;
   std::uint64_t change_ns_ = 0;
   double harvest_ = 1.0;
