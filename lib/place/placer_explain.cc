@@ -147,7 +147,8 @@ std::vector<BesideGang> Placer::State::beside_gangs(const std::vector<std::uint3
                     owner->id + "' (" + where +
                     "): its steps wait for its slowest rank, so what this job takes from the rank "
                     "on " + beside.node + " GPU " + std::to_string(beside.gpu) +
-                    " it takes from all " + std::to_string(beside.ranks);
+                    (beside.ranks == 2 ? " it takes from both"
+                                       : " it takes from all " + std::to_string(beside.ranks));
     out.push_back(std::move(beside));
   }
   return out;

@@ -526,7 +526,7 @@ TEST_CASE("an opportunistic job beside a rank of a gang is explained as such",
   CHECK(beside.gang.front().gpus == std::vector<int>{0, 1});
   CHECK(beside.detail ==
         "beside one of the 2 ranks of production job 'llm' (n1 GPUs 0,1): its steps wait for "
-        "its slowest rank, so what this job takes from the rank on n1 GPU 0 it takes from all 2");
+        "its slowest rank, so what this job takes from the rank on n1 GPU 0 it takes from both");
   Placement second = p.place(job_of(ot("o2")), true);
   CHECK(where(second) == "n1:1");
   REQUIRE(second.explanation->beside.size() == 1);
