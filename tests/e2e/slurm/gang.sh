@@ -62,11 +62,13 @@ chmod 755 "$scratch/rank.sh"
 
 # An opportunistic job on each GPU. Slurm gives a GPU to one job as gres
 # (gpu and shard exclude each other on a device), so a job beside a
-# production job's GPUs asks for none and names its GPU (gpushare-slurm(7)).
+# production job's GPUs asks for none and names its GPU in its script
+# (Slurm unsets a CUDA_VISIBLE_DEVICES passed by --export in a job without
+# GPUs; gpushare-slurm(7)).
 opp=()
 for d in 0 1; do
-  opp[d]=$(submit --comment=gpushare:opportunistic,mem=1GiB --export=ALL,CUDA_VISIBLE_DEVICES=$d \
-    --wrap "exec $workload $step --stop-file $scratch/stop-opp --label opp$d")
+  opp[d]=$(submit --comment=gpushare:opportunistic,mem=1GiB \
+    --wrap "export CUDA_VISIBLE_DEVICES=$d; exec $workload $step --stop-file $scratch/stop-opp --label opp$d")
 done
 for d in 0 1; do
   wait_for "opportunistic job ${opp[d]} holding memory" 30 sh -c \
@@ -94,7 +96,8 @@ tree="$state_dir/$gang.tree"
 # Beside each rank, one opportunistic job on its GPU.
 gang_gpus=$(jq -c '[.ranks[].gpus[]] | unique' <<<"$record")
 opp_gpus=$( (gpus_of "${opp[0]}"; gpus_of "${opp[1]}") | jq -s -c 'add | unique')
-[ "$gang_gpus" = "$opp_gpus" ] || fail "ranks on $gang_gpus, opportunistic jobs on $opp_gpus"
+[ "$gang_gpus" = "$opp_gpus" ] ||
+  fail "ranks on $gang_gpus, opportunistic jobs on $opp_gpus: $(records "${opp[0]}"; records "${opp[1]}"; head -c 2000 "$scratch/job-${opp[1]}.out")"
 [ "$(gpus_of "${opp[0]}")" != "$(gpus_of "${opp[1]}")" ] || fail "both opportunistic jobs on one GPU"
 for d in 0 1; do
   records "${opp[d]}" | jq -e '.qos == "opportunistic"' >/dev/null ||
@@ -112,8 +115,9 @@ decoy=$!
 wait_for "the decoy in gpushare-ctl ls" 20 sh -c \
   "gpushare-ctl ls | jq -e --argjson p $decoy 'select(.pid == \$p and .uid != 0)'"
 [ "$(records "$gang" | jq -s 'length')" = 2 ] || fail "not two records named slurm-$gang: $(records "$gang")"
-gpushare-ctl ls | jq -e --argjson id "$(jq .id <<<"$record")" --argjson p "$decoy" \
-  'select(.id == $id) | (.pids | index($p)) == null and .uid == 0 and (.ranks | length) == 2' >/dev/null ||
+gpushare-ctl ls | jq -s -e --argjson id "$(jq .id <<<"$record")" --argjson p "$decoy" \
+  '[.[] | select(.id == $id)] | length == 1 and
+   (.[0] | (.pids | index($p)) == null and .uid == 0 and (.ranks | length) == 2)' >/dev/null ||
   fail "the decoy joined job $gang: $(gpushare-ctl ls)"
 touch "$scratch/stop-decoy"
 wait "$decoy" || fail "the decoy failed: $(cat "$scratch/decoy.log")"
