@@ -37,6 +37,9 @@ struct CtlOptions {
   std::string migration_policy = "off";  ///< on | off: move opportunistic jobs to idle GPUs
   std::string to;                 ///< migrate: the GPU, an index or a UUID
   std::string metrics_listen;  ///< HOST:PORT for /metrics; empty: none
+  // tree-file
+  std::string tree_path;
+  std::string owner;  ///< UID[:GID]; empty: the caller
 };
 
 int serve(const CtlOptions& options);
@@ -55,6 +58,10 @@ int resume(const CtlOptions& options);
 /// Moves a running job to another GPU through the driver's process
 /// checkpoint; waits for the move unless --no-wait.
 int migrate(const CtlOptions& options);
+
+/// Creates a job's tree file at a path, for another user (tree_file.cc):
+/// what the Slurm Prolog makes so that a job's tasks are one job.
+int tree_file(const CtlOptions& options);
 
 /// Live view of the node (top.cc): refuses a stdout that is not a terminal.
 int top(const CtlOptions& options);

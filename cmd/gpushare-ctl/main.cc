@@ -3,7 +3,8 @@
 // main() parses into CtlOptions and hands the verb to its function: serve
 // (serve.cc) runs the coordinator; ls, show, node, set, pause, resume,
 // suspend, migrate, watch and metrics (verbs.cc) send one request each and print JSON Lines,
-// or a table on a terminal; top (top.cc) draws the node live on a terminal.
+// or a table on a terminal; top (top.cc) draws the node live on a terminal;
+// tree-file (tree_file.cc) makes a job's tree file for the Slurm Prolog.
 //
 // Exit status: 0 success; 1 failure at run time (no coordinator, unknown
 // job, refused request); 2 usage error.
@@ -32,6 +33,7 @@ int run(const ctl::CtlOptions& options) {
   if (verb == "watch") return ctl::watch(options);
   if (verb == "metrics") return ctl::metrics(options);
   if (verb == "top") return ctl::top(options);
+  if (verb == "tree-file") return ctl::tree_file(options);
   gpushare::diag::error("unknown verb '" + verb + "'");
   return gpushare::exit_status::kUsage;
 }
@@ -143,6 +145,11 @@ int main(int argc, char** argv) {
   app.add_subcommand("metrics", "Print the node's state as Prometheus metrics");
   CLI::App* top = app.add_subcommand("top", "Show the node's jobs live on a terminal");
   top->add_option("--interval", options.interval, "Time between refreshes")->capture_default_str();
+
+  CLI::App* tree = app.add_subcommand(
+      "tree-file", "Create a job's tree file for another user (the Slurm Prolog's)");
+  tree->add_option("path", options.tree_path, "Where (a new file)")->required();
+  tree->add_option("--owner", options.owner, "UID[:GID] of the job's user (default: the caller)");
 
   // Global options (--socket, --timeout) are taken after the verb too
   // ("gpushare-ctl serve --socket PATH"), as people write them both ways.

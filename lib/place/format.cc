@@ -144,7 +144,33 @@ std::string placement_json(const Placement& placement) {
       append_field(out, "detail", r.detail);
       out += '}';
     }
-    out += "]}";
+    out += ']';
+    if (!e.beside.empty()) {
+      // Only where the job shares a GPU with a rank of a production job
+      // on several GPUs, so other explanations read as before.
+      out += ",\"beside\":[";
+      for (std::size_t i = 0; i < e.beside.size(); ++i) {
+        const BesideGang& b = e.beside[i];
+        out += i > 0 ? ",{\"node\":" : "{\"node\":";
+        append_string(out, b.node);
+        out += ",\"gpu\":" + std::to_string(b.gpu);
+        append_field(out, "job", b.job);
+        out += ",\"ranks\":" + std::to_string(b.ranks);
+        out += ",\"gang\":[";
+        for (std::size_t k = 0; k < b.gang.size(); ++k) {
+          out += k > 0 ? ",{\"node\":" : "{\"node\":";
+          append_string(out, b.gang[k].node);
+          out += ",\"gpus\":";
+          append_gpus(out, b.gang[k].gpus);
+          out += '}';
+        }
+        out += ']';
+        append_field(out, "detail", b.detail);
+        out += '}';
+      }
+      out += ']';
+    }
+    out += '}';
   }
   out += '}';
   return out;

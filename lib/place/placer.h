@@ -36,10 +36,24 @@ struct Rejection {
   bool operator==(const Rejection&) const = default;
 };
 
+/// An opportunistic job placed beside one rank of a production job that
+/// spans several GPUs (a gang: data parallel, one rank per GPU, all ranks
+/// meeting at a collective every step). Whatever it takes from that rank
+/// it takes from every rank: each step waits for the slowest.
+struct BesideGang {
+  std::string node;
+  int gpu = 0;             ///< the chosen GPU the rank runs on
+  std::string job;         ///< the production job's id
+  std::size_t ranks = 0;   ///< the GPUs it spans, one rank each
+  std::vector<NodeGpus> gang;  ///< those GPUs, by node name
+  std::string detail;      ///< the above in words
+};
+
 struct Explanation {
   std::string class_reason;  ///< how the class was decided
   std::string choice;        ///< the rule that chose, or why nothing could be
   std::vector<Rejection> rejected;
+  std::vector<BesideGang> beside;  ///< opportunistic: the gangs it shares GPUs with
 };
 
 struct Placement {

@@ -5,6 +5,7 @@
 // placement is applied. A GPU that qualified but was not chosen is
 // "ranked-lower", with the rule that ranked it lower. Runs of GPUs on one
 // node with the same reason are merged into one entry.
+#include <algorithm>
 #include <sstream>
 
 #include "common/units.h"
@@ -106,6 +107,49 @@ Explanation Placer::State::explain(const Job& job, const ClassDecision& decision
                        ", " + size_text(gp.mem_used_bytes) +
                        " used) ranks after the chosen GPUs by " + gpu_rule);
     }
+  }
+  if (choice.status == PlacementStatus::kPlaced) out.beside = beside_gangs(choice.gpus);
+  return out;
+}
+
+// A production job on several GPUs is taken for a gang, one rank per GPU,
+// as data-parallel training runs (torchrun, srun --gres=gpu:N): its ranks
+// meet at a collective every step, so the job steps at its slowest rank's
+// pace, and an opportunistic job beside any one rank costs every rank what
+// it costs that one. The placer does not rank GPUs by this (Algorithm 1
+// does not); it says so, so that whoever reads the placement knows which
+// production jobs this one is charged against (the replay charges a gang
+// for its slowest rank alike; gpushare-place(1), INTERFERENCE MODEL).
+std::vector<BesideGang> Placer::State::beside_gangs(const std::vector<std::uint32_t>& chosen) const {
+  std::vector<std::uint32_t> sorted = chosen;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<BesideGang> out;
+  for (std::uint32_t g : sorted) {
+    const ResidentJob* owner = production_job(gpu(g));
+    if (owner == nullptr) continue;
+    const RunningJobs::Running* running_job = running.find(owner->id);
+    if (running_job == nullptr || running_job->gpus.size() < 2) continue;
+    BesideGang beside;
+    beside.node = node_name(g);
+    beside.gpu = gpu(g).index;
+    beside.job = owner->id;
+    beside.ranks = running_job->gpus.size();
+    beside.gang = by_node(running_job->gpus);
+    std::string where;
+    for (const NodeGpus& part : beside.gang) {
+      where += where.empty() ? "" : ", ";
+      where += part.node + " GPU" + (part.gpus.size() == 1 ? " " : "s ");
+      for (std::size_t i = 0; i < part.gpus.size(); ++i) {
+        where += (i > 0 ? "," : "") + std::to_string(part.gpus[i]);
+      }
+    }
+    beside.detail = "beside one of the " + std::to_string(beside.ranks) + " ranks of production job '" +
+                    owner->id + "' (" + where +
+                    "): its steps wait for its slowest rank, so what this job takes from the rank "
+                    "on " + beside.node + " GPU " + std::to_string(beside.gpu) +
+                    (beside.ranks == 2 ? " it takes from both"
+                                       : " it takes from all " + std::to_string(beside.ranks));
+    out.push_back(std::move(beside));
   }
   return out;
 }

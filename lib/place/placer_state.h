@@ -121,6 +121,9 @@ struct Placer::State {
 
   /// placer_explain.cc
   Explanation explain(const Job& job, const ClassDecision& decision, const Choice& choice) const;
+  /// The production jobs on several GPUs (gangs) that the chosen GPUs
+  /// hold one rank of each, by GPU in flat order.
+  std::vector<BesideGang> beside_gangs(const std::vector<std::uint32_t>& chosen) const;
 };
 
 }  // namespace gpushare::place

@@ -36,6 +36,10 @@ class RunningJobs {
     std::size_t slot = 0;
     return locate(id, hash(id), &slot) ? &jobs_[slots_[slot].index].running : nullptr;
   }
+  const Running* find(std::string_view id) const {
+    std::size_t slot = 0;
+    return locate(id, hash(id), &slot) ? &jobs_[slots_[slot].index].running : nullptr;
+  }
   bool contains(std::string_view id) const {
     std::size_t slot = 0;
     return locate(id, hash(id), &slot);

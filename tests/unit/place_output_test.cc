@@ -88,12 +88,30 @@ TEST_CASE("an explained record has class, choice and rejected GPUs", "[place][ou
   p.explanation =
       gpushare::place::Explanation{"production, as asked",
                                    "the rule",
-                                   {{"n1", {1, 2}, "production", "runs production job 'x'"}}};
+                                   {{"n1", {1, 2}, "production", "runs production job 'x'"}},
+                                   {}};
   auto record = nlohmann::json::parse(placement_json(p));
   CHECK(record["explain"]["class"] == "production, as asked");
   CHECK(record["explain"]["choice"] == "the rule");
   CHECK(record["explain"]["rejected"].dump() ==
         R"([{"detail":"runs production job 'x'","gpus":[1,2],"node":"n1","reason":"production"}])");
+}
+
+TEST_CASE("an opportunistic job beside a gang's rank says which, in explain.beside",
+          "[place][output][gang]") {
+  Placement p = placed(kQosOpportunistic, {{"n1", {2}}});
+  p.explanation = gpushare::place::Explanation{
+      "opportunistic, as asked",
+      "the rule",
+      {},
+      {{"n1", 2, "llm", 4, {{"n1", {0, 1}}, {"n2", {0, 1}}}, "beside one of the 4 ranks"}}};
+  std::string text = placement_json(p);
+  CHECK(text.find(R"("rejected":[],"beside":[{"node":"n1","gpu":2,"job":"llm","ranks":4,)"
+                  R"("gang":[{"node":"n1","gpus":[0,1]},{"node":"n2","gpus":[0,1]}],)"
+                  R"("detail":"beside one of the 4 ranks"}]})") != std::string::npos);
+  // No gang beside it: no "beside" key, so other records read as before.
+  p.explanation->beside.clear();
+  CHECK(placement_json(p).find("beside") == std::string::npos);
 }
 
 TEST_CASE("slurm arguments per class and status", "[place][output][slurm]") {

@@ -502,3 +502,63 @@ TEST_CASE("jobs read from the cluster file can be removed too", "[place][state]"
   CHECK(place(p, prod("x", 2)) == "n1:0,1");
   CHECK(p.free_gpus_per_node() == std::vector<std::uint32_t>{0});
 }
+
+// --- production jobs on several GPUs (gangs) -------------------------------------
+
+TEST_CASE("an opportunistic job beside a rank of a gang is explained as such",
+          "[place][explain][gang]") {
+  // llm runs one rank on each of n1's GPUs 0 and 1; solo has GPU 2; GPU 3
+  // is too busy. The opportunistic jobs go to the least loaded GPUs in
+  // turn: a rank of llm, its other rank, then solo's GPU.
+  Placer p = placer_of(node("n1") + gpu(0, production("llm")) + gpu(1, production("llm")) +
+                       gpu(2, production("solo")) + gpu(3, "util = 0.9\n"));
+  Placement first = p.place(job_of(ot("o1")), true);
+  REQUIRE(where(first) == "n1:0");
+  REQUIRE(first.explanation);
+  REQUIRE(first.explanation->beside.size() == 1);
+  const auto& beside = first.explanation->beside.front();
+  CHECK(beside.node == "n1");
+  CHECK(beside.gpu == 0);
+  CHECK(beside.job == "llm");
+  CHECK(beside.ranks == 2);
+  REQUIRE(beside.gang.size() == 1);
+  CHECK(beside.gang.front().node == "n1");
+  CHECK(beside.gang.front().gpus == std::vector<int>{0, 1});
+  CHECK(beside.detail ==
+        "beside one of the 2 ranks of production job 'llm' (n1 GPUs 0,1): its steps wait for "
+        "its slowest rank, so what this job takes from the rank on n1 GPU 0 it takes from both");
+  Placement second = p.place(job_of(ot("o2")), true);
+  CHECK(where(second) == "n1:1");
+  REQUIRE(second.explanation->beside.size() == 1);
+  CHECK(second.explanation->beside.front().gpu == 1);
+  // A one-GPU production job is no gang: nothing to say.
+  Placement third = p.place(job_of(ot("o3")), true);
+  CHECK(where(third) == "n1:2");
+  CHECK(third.explanation->beside.empty());
+  // Without --explain nothing is worked out.
+  Placement quiet = p.place(job_of(ot("o4")));
+  CHECK_FALSE(quiet.explanation);
+}
+
+TEST_CASE("a production job on several GPUs goes to one node, and its ranks are known",
+          "[place][production][gang]") {
+  // n1 has no free GPU (x on 0, 1 too busy for anyone), n2 has 4: the gang
+  // of 4 takes n2 whole.
+  Placer p = placer_of(node("n1") + gpu(0, production("x")) + gpu(1, "util = 0.9\n") + node("n2") +
+                       gpu(0) + gpu(1) + gpu(2) + gpu(3));
+  CHECK(place(p, prod("dp", 4)) == "n2:0,1,2,3");
+  // Two opportunistic GPUs, the least loaded (one job each, then flat
+  // order): n1's GPU 0 beside x, a one-GPU job, and n2's GPU 0, a rank of
+  // dp placed in this very run.
+  Placement o = p.place(job_of(ot("sweep", 2)), true);
+  REQUIRE(where(o) == "n1:0 n2:0");
+  REQUIRE(o.explanation);
+  REQUIRE(o.explanation->beside.size() == 1);
+  const auto& b = o.explanation->beside.front();
+  CHECK(b.node == "n2");
+  CHECK(b.gpu == 0);
+  CHECK(b.job == "dp");
+  CHECK(b.ranks == 4);
+  REQUIRE(b.gang.size() == 1);
+  CHECK(b.gang.front().gpus == std::vector<int>{0, 1, 2, 3});
+}

@@ -144,6 +144,33 @@ TEST_CASE("antman: a job over quota runs opportunistic on what production leaves
   CHECK(m.prod_within_10ms == Approx(1.0));
 }
 
+TEST_CASE("antman: a gang is charged for its slowest rank, once however many are shared",
+          "[place][replay][interference]") {
+  // A (production, 2 GPUs: one rank each) runs alone for 10 s. B, over
+  // quota, goes opportunistic beside one rank: that rank runs at 0.9 under
+  // control, and so does the whole of A, whose steps wait for it. B gets
+  // 0.4 of a GPU, so 50 s of work take 75 s: B ends at 85, A has done
+  // 10 + 75 * 0.9 = 77.5 s by then and ends at 107.5.
+  ReplayOptions options = plain(ReplayPolicy::kAntman);
+  options.model.controlled_slowdown = 0.1;
+  ReplayMetrics one = run(gpus_toml(1, 2), {job("A", 2, 0, 100), job("B", 1, 10, 50)}, options);
+  CHECK(one.ot_jobs == 1);
+  CHECK(end_of(one, 1) == Approx(85));
+  CHECK(end_of(one, 0) == Approx(107.5));
+  // Beside both ranks (B on one GPU, C on the other): the same charge, not
+  // twice it, since both ranks lose the same and meet at the same step.
+  ReplayMetrics both = run(gpus_toml(1, 2),
+                           {job("A", 2, 0, 100), job("B", 1, 10, 50), job("C", 1, 10, 50)}, options);
+  CHECK(both.ot_jobs == 2);
+  CHECK(end_of(both, 1) == Approx(85));
+  CHECK(end_of(both, 2) == Approx(85));
+  CHECK(end_of(both, 0) == Approx(107.5));
+  // Without the opportunistic job it keeps its speed: the charge is the
+  // neighbour's, not the gang's size.
+  ReplayMetrics alone = run(gpus_toml(1, 2), {job("A", 2, 0, 100)}, options);
+  CHECK(end_of(alone, 0) == Approx(100));
+}
+
 TEST_CASE("antman: an opportunistic job is upgraded when its tenant's quota frees",
           "[place][replay]") {
   ReplayMetrics m = run(gpus_toml(1, 2), {job("A", 2, 0, 100), job("B", 1, 10, 200)},

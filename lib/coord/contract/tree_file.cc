@@ -16,6 +16,24 @@
 #include <cstring>
 
 namespace gpushare::coord {
+namespace {
+
+// Sizes a new, empty file and writes the header: magic, version, this
+// process as creator, `flags`; the rest of the file is zero.
+bool stamp_tree_file(int fd, std::uint32_t flags) {
+  struct {
+    std::uint32_t magic, version;
+    std::int32_t creator_pid;
+    std::uint32_t flags;
+    std::uint64_t creator_start_time;
+  } header{kTreeMagic, kTreeVersion, static_cast<std::int32_t>(getpid()), flags,
+           process_start_time(getpid())};
+  static_assert(sizeof header == offsetof(TreeFile, devices));
+  return ftruncate(fd, sizeof(TreeFile)) == 0 &&
+         pwrite(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
+}
+
+}  // namespace
 
 int create_tree_file(char* path, std::size_t size, std::uint32_t flags) {
   unsigned long long token[2] = {0, 0};
@@ -28,16 +46,7 @@ int create_tree_file(char* path, std::size_t size, std::uint32_t flags) {
   }
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
-  struct {
-    std::uint32_t magic, version;
-    std::int32_t creator_pid;
-    std::uint32_t flags;
-    std::uint64_t creator_start_time;
-  } header{kTreeMagic, kTreeVersion, static_cast<std::int32_t>(getpid()), flags,
-           process_start_time(getpid())};  // the rest of the file is zero
-  static_assert(sizeof header == offsetof(TreeFile, devices));
-  if (ftruncate(fd, sizeof(TreeFile)) != 0 ||
-      pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
+  if (!stamp_tree_file(fd, flags)) {
     int error = errno;
     unlink(path);
     close(fd);
@@ -45,6 +54,23 @@ int create_tree_file(char* path, std::size_t size, std::uint32_t flags) {
     return -1;
   }
   return fd;
+}
+
+int create_tree_file_at(const char* path, uid_t owner, gid_t group) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  // Owned by the job's user before it holds anything: the user's processes
+  // accept only their own private file, and so does the coordinator.
+  if (fchown(fd, owner, group) != 0 || fchmod(fd, 0600) != 0 ||
+      !stamp_tree_file(fd, kTreeHasJanitor)) {
+    int error = errno;
+    unlink(path);
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  close(fd);
+  return 0;
 }
 
 bool created_by_this_process(const char* path) {

@@ -60,6 +60,15 @@ inline constexpr std::uint32_t kTreeHasJanitor = 1;
 /// (close-on-exec), or -1 with errno set.
 int create_tree_file(char* path, std::size_t size, std::uint32_t flags);
 
+/// Creates a new tree file at `path` (O_EXCL, mode 0600, no link
+/// followed) for a job of another user: owned by `owner` and `group`,
+/// stamped kTreeHasJanitor (whoever made it removes it; no process of the
+/// job does). The Slurm Prolog, as root, makes one per job and node so that
+/// the job's tasks, which Slurm starts as separate process trees, are one
+/// job (gpushare-ctl tree-file). Returns 0, or -1 with errno set and no
+/// file left behind.
+int create_tree_file_at(const char* path, uid_t owner, gid_t group);
+
 /// Whether the file at `path` is the user's own tree file, created by this
 /// very process (same pid and start time: a program it exec'd) and removed
 /// by no janitor: then this program removes it at exit.

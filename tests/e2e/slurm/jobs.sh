@@ -9,7 +9,7 @@
 # within 1 s; the Epilog kills and reclaims a process that escaped the
 # job; a bad --gpushare fails sbatch, a bad comment runs the job unshared;
 # a shard job that asks for nothing is opportunistic; a batch script that
-# ends with exec leaves no tree file in /dev/shm; a job placed by
+# ends with exec leaves no tree file behind; a job placed by
 # gpushare-place --format slurm runs with its class and memory limit.
 . "$(dirname "$0")/../common.inc"
 . "$e2e_dir/coord.inc"
@@ -87,15 +87,17 @@ for job in "$prod" "$opp1" "$opp2"; do
   listed "$job" || fail "job $job left gpushare after the greedy job"
 done
 
-# A batch script that ends with exec leaves no tree file behind: the
-# program it exec'd removes the file its shell made.
+# A batch script that ends with exec leaves no tree file behind: its
+# tasks share the job's tree file, which the Prolog made and the Epilog
+# removes (gpushare-slurm(7), jobs on several GPUs); a process whose
+# GPUSHARE_TREE names one makes none of its own in /dev/shm.
 ends_exec=$(submit --gres=shard:1 --wrap \
   "echo \"\$GPUSHARE_TREE\" >$scratch/exec-tree; exec $workload --mem 64MiB --iterations 2")
 wait_job_done "$ends_exec" 30
 [ "$(job_state "$ends_exec")" = COMPLETED ] || fail "the exec job ended $(job_state "$ends_exec")"
 exec_tree=$(cat "$scratch/exec-tree")
-case $exec_tree in /dev/shm/gpushare-tree-*) ;; *) fail "the exec job's tree: '$exec_tree'" ;; esac
-[ -e "$exec_tree" ] && fail "the batch script ending with exec left $exec_tree behind"
+[ "$exec_tree" = "$slurm_dir/gpushare-state/$ends_exec.tree" ] || fail "the exec job's tree: '$exec_tree'"
+[ -e "$exec_tree" ] && fail "the Epilog left the job's tree file $exec_tree behind"
 
 # A bad comment: the job runs unshared and says why in its output.
 bad=$(submit --gres=shard:1 --comment=gpushare:sometimes --wrap 'echo "preload=[${LD_PRELOAD:-}]"')
