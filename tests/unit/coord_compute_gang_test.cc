@@ -139,12 +139,9 @@ TEST_CASE("gang: a production job's processes on two GPUs or more make one gang"
 TEST_CASE("gang: a gang's GPUs are one control group, other GPUs each their own") {
   SECTION("ranks bound to one GPU each, an opportunistic job beside each") {
     std::vector<GangProcess> processes = {
-        process(1, 7, true, {"GPU-b"}, {"GPU-b"}),
-        process(2, 7, true, {"GPU-a"}, {"GPU-a"}),
-        process(3, 8, false, {"GPU-a"}, {"GPU-a"}),
-        process(4, 9, false, {"GPU-b"}, {"GPU-b"}),
-        process(5, 10, true, {"GPU-c"}, {"GPU-c"}),
-        process(6, 11, false, {"GPU-c"}, {"GPU-c"}),
+        process(1, 7, true, {"GPU-b"}, {"GPU-b"}),  process(2, 7, true, {"GPU-a"}, {"GPU-a"}),
+        process(3, 8, false, {"GPU-a"}, {"GPU-a"}), process(4, 9, false, {"GPU-b"}, {"GPU-b"}),
+        process(5, 10, true, {"GPU-c"}, {"GPU-c"}), process(6, 11, false, {"GPU-c"}, {"GPU-c"}),
     };
     auto groups = control_groups(processes, find_gangs(processes));
     CHECK(groups.at("GPU-a") == "GPU-a+GPU-b");
@@ -194,7 +191,8 @@ TEST_CASE("gang: one controller holds every GPU's opportunistic job while it pro
     gang.run(*controller);
     if (controller->status().phase != "profile") continue;
     profiled = true;
-    for (int j = 0; j < 4; ++j) held_together = held_together && gang.opp_limits[j].launch_budget == 0;
+    for (int j = 0; j < 4; ++j)
+      held_together = held_together && gang.opp_limits[j].launch_budget == 0;
   }
   CHECK(profiled);
   CHECK(held_together);
