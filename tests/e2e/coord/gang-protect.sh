@@ -49,7 +49,10 @@ while kill -0 "$gang_pid" 2>/dev/null && [ "$snapshots" -lt 30 ]; do
   gpushare-ctl ls >"$scratch/ls" 2>/dev/null || break
   pair=$(jq -sc '[.[] | select(.name == "opp0" or .name == "opp1")] | sort_by(.name)
     | map({compute_phase, gpu_share_limit_pct})' "$scratch/ls")
-  if [ "$(jq 'length' <<<"$pair")" = 2 ]; then
+  # Counted only while the same listing shows both ranks: a rank that has
+  # ended (the gang stops one rank at a time) leaves no gang to control.
+  ranks=$(jq -s '[.[] | select(.name == "gang")][0].ranks // [] | length' "$scratch/ls")
+  if [ "$(jq 'length' <<<"$pair")" = 2 ] && [ "$ranks" = 2 ]; then
     snapshots=$((snapshots + 1))
     jq -e '.[0] == .[1]' <<<"$pair" >/dev/null || {
       disagree=$((disagree + 1))
