@@ -152,9 +152,17 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       // A deep queue waits in its synchronisation longer than idle_after
       // with nothing to launch: its live mark says it is not idle.
       in.in_flight = in.qos == kQosProduction && yield_.in_flight(in.id);
-      // The level is split among the opportunistic jobs of one GPU.
-      in.share_group = static_cast<int>(
-          std::find(gpus.begin(), gpus.end(), m.job->devices[m.device].uuid) - gpus.begin());
+      // The level is split among the opportunistic jobs of one GPU: the
+      // one it holds memory on (a job that sees every GPU uses one).
+      std::string own = m.job->devices[m.device].uuid;
+      for (std::size_t i = 0; i < m.job->devices.size() && i < kMaxDevices; ++i) {
+        if (t.devices[i].mem_used_bytes.load(std::memory_order_relaxed) != 0 &&
+            std::find(gpus.begin(), gpus.end(), m.job->devices[i].uuid) != gpus.end()) {
+          own = m.job->devices[i].uuid;
+          break;
+        }
+      }
+      in.share_group = static_cast<int>(std::find(gpus.begin(), gpus.end(), own) - gpus.begin());
       if (fresh) {
         inputs.push_back(in);
         live.push_back(m.job);
