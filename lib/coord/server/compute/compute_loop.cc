@@ -1,6 +1,5 @@
 #include "coord/server/compute/compute_loop.h"
 
-#include <algorithm>
 #include <set>
 #include <vector>
 

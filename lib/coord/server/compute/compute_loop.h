@@ -17,6 +17,7 @@
 // gives it), and writes each opportunistic job's yield_mask.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
