@@ -344,11 +344,14 @@ class GpushareController : public DeviceController {
     }
   }
 
-  // The harvest's part for one opportunistic job, by weight.
+  // The harvest's part for one opportunistic job, by weight among those
+  // of its GPU.
   double allowed_share(const ComputeJobInput& job, const std::vector<ComputeJobInput>& jobs) const {
     double total = 0;
     for (const ComputeJobInput& other : jobs) {
-      if (other.qos == kQosOpportunistic) total += std::max(other.weight, 1e-6);
+      if (other.qos == kQosOpportunistic && other.share_group == job.share_group) {
+        total += std::max(other.weight, 1e-6);
+      }
     }
     return harvest_ * std::max(job.weight, 1e-6) / std::max(total, 1e-6);
   }

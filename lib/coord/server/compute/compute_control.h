@@ -64,6 +64,10 @@ struct ComputeJobInput {
   /// Launched work not yet synchronised (its yield mark, live): counts as
   /// progress for idle_after, like a launch.
   bool in_flight = false;
+  /// The opportunistic jobs that split the level among themselves: those
+  /// of one GPU (a controller of several GPUs, gang.h, gives each its own
+  /// group; one GPU's are all group 0).
+  int share_group = 0;
 };
 
 /// What the controller decided for one job, and what it measured.

@@ -85,6 +85,29 @@ void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Proces
   }
 }
 
+// The control groups of this tick (gang.h): each process's GPUs and those
+// it holds memory on (a rank's own), as the registry has them.
+std::map<std::string, std::string> ComputeLoop::gang_groups(Registry& registry) {
+  if (policy_ != ComputePolicy::kGpushare) return {};
+  std::vector<GangProcess> processes;
+  registry.for_each_process([&](Process& job) {
+    GangProcess p;
+    p.key = job.key;
+    p.job_id = job.job_id;
+    p.production = job.block->qos() == kQosProduction;
+    const TelemetryPage& t = job.block->telemetry();
+    for (std::size_t i = 0; i < job.devices.size(); ++i) {
+      p.registered.push_back(job.devices[i].uuid);
+      if (i < kMaxDevices && t.devices[i].mem_used_bytes.load(std::memory_order_relaxed) != 0) {
+        p.used.push_back(job.devices[i].uuid);
+      }
+    }
+    processes.push_back(std::move(p));
+  });
+  gangs_ = find_gangs(processes);
+  return control_groups(processes, gangs_);
+}
+
 void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   sample_yield(registry, now_ns);
   struct Member {
@@ -97,22 +120,36 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       by_device[job.devices[i].uuid].push_back({&job, static_cast<int>(i)});
     }
   });
-  // Controllers of devices no job uses any more are dropped: a device
+  // One controller per control group: a GPU alone, or the GPUs of a
+  // production job on several GPUs together (gang.h). TGS stays one per
+  // GPU, as published.
+  std::map<std::string, std::string> group_of = gang_groups(registry);
+  std::map<std::string, std::vector<Member>> by_group;
+  std::map<std::string, std::vector<std::string>> group_gpus;
+  for (const auto& [uuid, members] : by_device) {
+    auto g = group_of.find(uuid);
+    const std::string& key = g != group_of.end() ? g->second : uuid;
+    group_gpus[key].push_back(uuid);
+    for (const Member& m : members) by_group[key].push_back(m);
+  }
+  // Controllers of groups no job uses any more are dropped: a device
   // coming back starts afresh.
   for (auto it = devices_.begin(); it != devices_.end();) {
-    it = by_device.count(it->first) ? std::next(it) : devices_.erase(it);
+    it = by_group.count(it->first) ? std::next(it) : devices_.erase(it);
   }
-  for (auto& [uuid, members] : by_device) {
-    std::unique_ptr<DeviceController>& controller = devices_[uuid];
+  for (auto& [key, members] : by_group) {
+    std::unique_ptr<DeviceController>& controller = devices_[key];
     if (!controller) controller = make_device_controller(policy_);
+    const std::vector<std::string>& gpus = group_gpus[key];
     std::vector<ComputeJobInput> inputs;
-    std::vector<Member> live;
-    std::vector<std::pair<Process*, int>> all;
-    std::vector<bool> is_live;
+    std::vector<Process*> live;
+    std::map<Process*, bool> seen;  // a process on several GPUs of the group: one input
     for (const Member& m : members) {
+      if (seen.count(m.job)) continue;
       const TelemetryPage& t = m.job->block->telemetry();
       std::uint64_t heartbeat = t.heartbeat_ns.load(std::memory_order_acquire);
       bool fresh = heartbeat + kComputeStaleNs >= now_ns && !m.job->block->paused();
+      seen[m.job] = fresh;
       ComputeJobInput in;
       in.id = m.job->key;
       in.qos = m.job->block->qos();
@@ -124,28 +161,53 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       // A deep queue waits in its synchronisation longer than idle_after
       // with nothing to launch: its live mark says it is not idle.
       in.in_flight = in.qos == kQosProduction && yield_.in_flight(in.id);
-      all.emplace_back(m.job, m.device);
-      is_live.push_back(fresh);
+      // The level is split among the opportunistic jobs of one GPU: the
+      // one it holds memory on (a job that sees every GPU uses one).
+      std::string own = m.job->devices[m.device].uuid;
+      for (std::size_t i = 0; i < m.job->devices.size() && i < kMaxDevices; ++i) {
+        if (t.devices[i].mem_used_bytes.load(std::memory_order_relaxed) != 0 &&
+            std::find(gpus.begin(), gpus.end(), m.job->devices[i].uuid) != gpus.end()) {
+          own = m.job->devices[i].uuid;
+          break;
+        }
+      }
+      in.share_group = static_cast<int>(std::find(gpus.begin(), gpus.end(), own) - gpus.begin());
       if (fresh) {
         inputs.push_back(in);
-        live.push_back(m);
-      } else {
-        // Not driven by the loop while stale or paused; its cap holds.
-        ComputeLimits limits = m.job->block->compute(m.device);
-        limits.compute_cap_ppm = m.job->compute_cap_ppm;
-        m.job->block->set_compute(m.device, limits);
+        live.push_back(m.job);
       }
     }
     std::vector<ComputeJobOutput> outputs = controller->tick(now_ns, inputs);
     ComputeDeviceStatus status = controller->status();
+    std::map<Process*, const ComputeJobOutput*> decided;
     for (std::size_t i = 0; i < live.size() && i < outputs.size(); ++i) {
-      live[i].job->block->set_compute(live[i].device, outputs[i].limits);
-      if (live[i].device == 0) {
-        live[i].job->compute = outputs[i];
-        live[i].job->compute_phase = status.phase;
+      decided[live[i]] = &outputs[i];
+    }
+    for (const Member& m : members) {
+      auto d = decided.find(m.job);
+      if (d == decided.end()) {
+        // Not driven by the loop while stale or paused; its cap holds.
+        ComputeLimits limits = m.job->block->compute(m.device);
+        limits.compute_cap_ppm = m.job->compute_cap_ppm;
+        m.job->block->set_compute(m.device, limits);
+        continue;
+      }
+      m.job->block->set_compute(m.device, d->second->limits);
+      if (m.device == 0) {
+        m.job->compute = *d->second;
+        m.job->compute_phase = status.phase;
       }
     }
-    plan_yield(policy_ == ComputePolicy::kGpushare && status.phase != "free", all, is_live);
+    bool controlled = policy_ == ComputePolicy::kGpushare && status.phase != "free";
+    for (const std::string& uuid : gpus) {
+      std::vector<std::pair<Process*, int>> all;
+      std::vector<bool> is_live;
+      for (const Member& m : by_device[uuid]) {
+        all.emplace_back(m.job, m.device);
+        is_live.push_back(seen[m.job]);
+      }
+      plan_yield(controlled, all, is_live);
+    }
   }
 }
 

@@ -8,12 +8,16 @@
 // dying) is left out of its device's tick, so a job that dies mid-loop
 // stops counting at once, before its socket even closes.
 //
+// A production job on several GPUs (gang.h): its GPUs share one
+// controller, which judges the job by its step rate.
+//
 // The yield signal (compute_yield.h): each tick the loop samples every
 // production job's busy mark, sends production jobs' yield pages to the
 // opportunistic jobs on their devices (through the sender the server
 // gives it), and writes each opportunistic job's yield_mask.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +25,7 @@
 
 #include "coord/server/compute/compute_control.h"
 #include "coord/server/compute/compute_yield.h"
+#include "coord/server/compute/gang.h"
 #include "coord/server/registry/registry.h"
 
 namespace gpushare::coord::server {
@@ -44,6 +49,7 @@ class ComputeLoop {
     std::uint64_t moved_ns = 0;
   };
   void sample_yield(Registry& registry, std::uint64_t now_ns);
+  std::map<std::string, std::string> gang_groups(Registry& registry);
   void plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
                   const std::vector<bool>& live);
 
@@ -53,7 +59,9 @@ class ComputeLoop {
   std::map<std::uint64_t, YieldProducer> producers_;  // this tick's, by job id
   std::map<std::uint64_t, Process*> jobs_;            // this tick's, by process key
   std::map<std::uint64_t, Activity> activity_;
-  std::map<std::string, std::unique_ptr<DeviceController>> devices_;  // by UUID
+  std::vector<Gang> gangs_;  // this tick's production jobs on several GPUs
+  // By control group: a GPU's UUID, or a gang's GPUs' (gang.h).
+  std::map<std::string, std::unique_ptr<DeviceController>> devices_;
 };
 
 }  // namespace gpushare::coord::server

@@ -1,0 +1,84 @@
+#include "coord/server/compute/gang.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gpushare::coord::server {
+
+std::vector<Gang> find_gangs(const std::vector<GangProcess>& processes) {
+  std::map<std::uint64_t, Gang> by_job;
+  for (const GangProcess& p : processes) {
+    if (!p.production || p.used.empty()) continue;  // a launcher, or not started
+    Gang& gang = by_job[p.job_id];
+    gang.job_id = p.job_id;
+    gang.ranks.push_back(p.key);
+    for (const std::string& gpu : p.used) {
+      if (std::find(gang.gpus.begin(), gang.gpus.end(), gpu) == gang.gpus.end()) {
+        gang.gpus.push_back(gpu);
+      }
+    }
+  }
+  std::vector<Gang> gangs;
+  for (auto& [id, gang] : by_job) {
+    if (gang.ranks.size() < 2 || gang.gpus.size() < 2) continue;
+    std::sort(gang.gpus.begin(), gang.gpus.end());
+    gangs.push_back(std::move(gang));
+  }
+  return gangs;
+}
+
+namespace {
+
+// Union-find over GPU UUIDs.
+struct Groups {
+  std::map<std::string, std::string> parent;
+  std::string root(const std::string& gpu) {
+    std::string at = gpu;
+    while (parent.at(at) != at) at = parent.at(at);
+    parent[gpu] = at;
+    return at;
+  }
+  void join(const std::string& a, const std::string& b) {
+    std::string ra = root(a), rb = root(b);
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+  }
+};
+
+}  // namespace
+
+std::map<std::string, std::string> control_groups(const std::vector<GangProcess>& processes,
+                                                  const std::vector<Gang>& gangs) {
+  Groups groups;
+  for (const GangProcess& p : processes) {
+    for (const std::string& gpu : p.registered) groups.parent.emplace(gpu, gpu);
+    for (const std::string& gpu : p.used) groups.parent.emplace(gpu, gpu);
+  }
+  std::set<std::string> ganged;
+  for (const Gang& gang : gangs) {
+    for (const std::string& gpu : gang.gpus) {
+      groups.join(gang.gpus.front(), gpu);
+      ganged.insert(gpu);
+    }
+  }
+  // A process registered on a gang's GPU and another (an opportunistic
+  // job that sees every GPU, a rank of a second gang): its GPUs are
+  // controlled together too, since its one set of limits pages is written
+  // by one controller per process.
+  for (const GangProcess& p : processes) {
+    bool touches = std::any_of(p.registered.begin(), p.registered.end(),
+                               [&](const std::string& gpu) { return ganged.count(gpu) != 0; });
+    if (!touches) continue;
+    for (const std::string& gpu : p.registered) groups.join(p.registered.front(), gpu);
+  }
+  std::map<std::string, std::vector<std::string>> members;
+  for (const auto& [gpu, parent] : groups.parent) members[groups.root(gpu)].push_back(gpu);
+  std::map<std::string, std::string> key;
+  for (const auto& [root, gpus] : members) {  // gpus come sorted (map order)
+    std::string joined;
+    for (const std::string& gpu : gpus) joined += (joined.empty() ? "" : "+") + gpu;
+    for (const std::string& gpu : gpus) key[gpu] = joined;
+  }
+  return key;
+}
+
+}  // namespace gpushare::coord::server

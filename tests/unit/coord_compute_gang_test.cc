@@ -1,0 +1,217 @@
+// Production jobs on several GPUs (gang.h): which processes make a gang,
+// which GPUs one controller drives together, and the group's controller
+// against a deterministic fake gang whose step waits for its slowest rank.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "coord/server/compute/compute_control.h"
+#include "coord/server/compute/gang.h"
+
+using namespace gpushare;
+using namespace gpushare::coord;
+using namespace gpushare::coord::server;
+
+namespace {
+
+constexpr std::uint64_t kMs = 1'000'000;
+
+GangProcess process(std::uint64_t key, std::uint64_t job, bool production,
+                    std::vector<std::string> registered, std::vector<std::string> used) {
+  GangProcess p;
+  p.key = key;
+  p.job_id = job;
+  p.production = production;
+  p.registered = std::move(registered);
+  p.used = std::move(used);
+  return p;
+}
+
+// A gang of ranks, one per GPU, each step `kernel_ms` on its GPU (stretched
+// by the GPU share the opportunistic job beside it takes), an all-reduce
+// that waits for the slowest rank, and `host_ms` on the host; one
+// opportunistic job beside each rank, as fast as its cap lets it.
+struct FakeGang {
+  int ranks;
+  double kernel_ms = 8, host_ms = 8, opp_kernel_ms = 2;
+  std::uint64_t now = 0;
+  double progress = 0;
+  std::uint64_t iterations = 0, last_iteration = 0;
+  std::vector<double> opp_launches;
+  std::vector<ComputeLimits> opp_limits;
+
+  explicit FakeGang(int n) : ranks(n), opp_launches(n, 0), opp_limits(n) {}
+
+  double opp_gpu(int j) const {
+    double rate = 1000.0 / opp_kernel_ms;
+    const ComputeLimits& l = opp_limits[j];
+    if (l.launch_budget == 0) return 0;
+    if (l.compute_cap_ppm != kNoLimit) {
+      rate = std::min(rate, static_cast<double>(l.compute_cap_ppm) / 1e6 * 1000.0 / opp_kernel_ms);
+    }
+    return std::min(1.0, rate * opp_kernel_ms / 1000);
+  }
+  double period() const {  // the slowest rank's
+    double worst = 0;
+    for (int j = 0; j < ranks; ++j) worst = std::max(worst, opp_gpu(j));
+    return host_ms + kernel_ms * (1 + worst);
+  }
+  double solo() const { return 1000.0 / (host_ms + kernel_ms); }
+
+  void advance() {
+    std::uint64_t dt = 25 * kMs;
+    double before = progress;
+    progress += 25.0 / period();
+    auto whole = static_cast<std::uint64_t>(progress);
+    if (whole > iterations) {
+      double fraction = (static_cast<double>(whole) - before) / (progress - before);
+      last_iteration = now + static_cast<std::uint64_t>(fraction * static_cast<double>(dt));
+      iterations = whole;
+    }
+    for (int j = 0; j < ranks; ++j) opp_launches[j] += opp_gpu(j) * 1000.0 / opp_kernel_ms * 0.025;
+    now += dt;
+  }
+
+  // The group's inputs: every rank (each sees the gang's steps) and each
+  // opportunistic job in its GPU's share group.
+  std::vector<ComputeJobInput> inputs() const {
+    std::vector<ComputeJobInput> jobs;
+    for (int r = 0; r < ranks; ++r) {
+      ComputeJobInput p;
+      p.id = 1 + static_cast<std::uint64_t>(r);
+      p.qos = kQosProduction;
+      p.launches = iterations * 2 + 1;
+      p.iterations = iterations;
+      p.last_iteration_ns = last_iteration;
+      jobs.push_back(p);
+    }
+    for (int j = 0; j < ranks; ++j) {
+      ComputeJobInput o;
+      o.id = 100 + static_cast<std::uint64_t>(j);
+      o.qos = kQosOpportunistic;
+      o.launches = static_cast<std::uint64_t>(opp_launches[j]);
+      o.share_group = j;
+      jobs.push_back(o);
+    }
+    return jobs;
+  }
+
+  std::vector<ComputeJobOutput> run(DeviceController& controller) {
+    advance();
+    std::vector<ComputeJobOutput> out = controller.tick(now, inputs());
+    for (const ComputeJobOutput& o : out) {
+      if (o.id >= 100) opp_limits[o.id - 100] = o.limits;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("gang: a production job's processes on two GPUs or more make one gang") {
+  std::vector<GangProcess> processes = {
+      // torchrun's ranks: each registers every GPU it sees, uses its own.
+      process(1, 7, true, {"GPU-a", "GPU-b"}, {"GPU-a"}),
+      process(2, 7, true, {"GPU-a", "GPU-b"}, {"GPU-b"}),
+      process(3, 7, true, {"GPU-a", "GPU-b"}, {}),  // the launcher: no memory, not a rank
+      // A one-GPU production job, an opportunistic job on two GPUs.
+      process(4, 8, true, {"GPU-c"}, {"GPU-c"}),
+      process(5, 9, false, {"GPU-c", "GPU-d"}, {"GPU-c", "GPU-d"}),
+      // A production job of two processes on one GPU: not a gang.
+      process(6, 10, true, {"GPU-e"}, {"GPU-e"}),
+      process(7, 10, true, {"GPU-e"}, {"GPU-e"}),
+  };
+  std::vector<Gang> gangs = find_gangs(processes);
+  REQUIRE(gangs.size() == 1);
+  CHECK(gangs[0].job_id == 7);
+  CHECK(gangs[0].ranks == std::vector<std::uint64_t>{1, 2});
+  CHECK(gangs[0].gpus == std::vector<std::string>{"GPU-a", "GPU-b"});
+
+  // One process using two GPUs is a gang too (one rank per GPU is usual,
+  // not required): its GPUs' steps are one.
+  std::vector<Gang> one = find_gangs({process(1, 3, true, {"GPU-a", "GPU-b"}, {"GPU-a"}),
+                                      process(2, 3, true, {"GPU-b"}, {"GPU-a", "GPU-b"})});
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].gpus.size() == 2);
+}
+
+TEST_CASE("gang: a gang's GPUs are one control group, other GPUs each their own") {
+  SECTION("ranks bound to one GPU each, an opportunistic job beside each") {
+    std::vector<GangProcess> processes = {
+        process(1, 7, true, {"GPU-b"}, {"GPU-b"}),  process(2, 7, true, {"GPU-a"}, {"GPU-a"}),
+        process(3, 8, false, {"GPU-a"}, {"GPU-a"}), process(4, 9, false, {"GPU-b"}, {"GPU-b"}),
+        process(5, 10, true, {"GPU-c"}, {"GPU-c"}), process(6, 11, false, {"GPU-c"}, {"GPU-c"}),
+    };
+    auto groups = control_groups(processes, find_gangs(processes));
+    CHECK(groups.at("GPU-a") == "GPU-a+GPU-b");
+    CHECK(groups.at("GPU-b") == "GPU-a+GPU-b");
+    CHECK(groups.at("GPU-c") == "GPU-c");  // a one-GPU job's GPU: as before
+  }
+  SECTION("no gang: every GPU alone, even under a process that sees them all") {
+    std::vector<GangProcess> processes = {
+        process(1, 7, true, {"GPU-a"}, {"GPU-a"}),
+        process(2, 8, false, {"GPU-a", "GPU-b"}, {"GPU-a"}),
+        process(3, 9, true, {"GPU-b"}, {"GPU-b"}),
+    };
+    auto groups = control_groups(processes, find_gangs(processes));
+    CHECK(groups.at("GPU-a") == "GPU-a");
+    CHECK(groups.at("GPU-b") == "GPU-b");
+  }
+  SECTION("a process registered beside a gang and on another GPU joins that GPU in") {
+    std::vector<GangProcess> processes = {
+        process(1, 7, true, {"GPU-a"}, {"GPU-a"}),
+        process(2, 7, true, {"GPU-b"}, {"GPU-b"}),
+        process(3, 8, false, {"GPU-b", "GPU-c"}, {"GPU-c"}),
+        process(4, 9, false, {"GPU-d"}, {"GPU-d"}),
+    };
+    auto groups = control_groups(processes, find_gangs(processes));
+    CHECK(groups.at("GPU-a") == "GPU-a+GPU-b+GPU-c");
+    CHECK(groups.at("GPU-c") == "GPU-a+GPU-b+GPU-c");
+    CHECK(groups.at("GPU-d") == "GPU-d");
+  }
+  SECTION("two gangs that share a GPU are one group") {
+    std::vector<GangProcess> processes = {
+        process(1, 7, true, {"GPU-a"}, {"GPU-a"}), process(2, 7, true, {"GPU-b"}, {"GPU-b"}),
+        process(3, 8, true, {"GPU-b"}, {"GPU-b"}), process(4, 8, true, {"GPU-c"}, {"GPU-c"}),
+        process(5, 9, true, {"GPU-d"}, {"GPU-d"}), process(6, 9, true, {"GPU-e"}, {"GPU-e"}),
+    };
+    auto groups = control_groups(processes, find_gangs(processes));
+    CHECK(groups.at("GPU-a") == "GPU-a+GPU-b+GPU-c");
+    CHECK(groups.at("GPU-c") == "GPU-a+GPU-b+GPU-c");
+    CHECK(groups.at("GPU-d") == "GPU-d+GPU-e");
+  }
+}
+
+TEST_CASE("gang: one controller holds every GPU's opportunistic job while it profiles the gang") {
+  FakeGang gang(4);
+  auto controller = make_device_controller(ComputePolicy::kGpushare);
+  bool held_together = true, profiled = false;
+  for (int tick = 0; tick < 40; ++tick) {
+    gang.run(*controller);
+    if (controller->status().phase != "profile") continue;
+    profiled = true;
+    for (int j = 0; j < 4; ++j)
+      held_together = held_together && gang.opp_limits[j].launch_budget == 0;
+  }
+  CHECK(profiled);
+  CHECK(held_together);
+  // The solo speed it learnt is the gang's alone, not a speed slowed by
+  // another GPU's opportunistic job.
+  std::vector<ComputeJobOutput> out = gang.run(*controller);
+  CHECK(out[0].solo_speed_per_s == Approx(gang.solo()).epsilon(0.03));
+}
+
+TEST_CASE("gang: the level is each GPU's, not split across the group's GPUs") {
+  FakeGang gang(2);
+  auto controller = make_device_controller(ComputePolicy::kGpushare);
+  for (int tick = 0; tick < 400; ++tick) gang.run(*controller);
+  REQUIRE(gang.opp_limits[0].compute_cap_ppm != kNoLimit);
+  CHECK(gang.opp_limits[0].compute_cap_ppm == gang.opp_limits[1].compute_cap_ppm);
+  // Each job gets the whole level on its own GPU: harvest * 1e6.
+  double harvest = controller->status().harvest;
+  CHECK(static_cast<double>(gang.opp_limits[0].compute_cap_ppm) ==
+        Approx(harvest * 1e6).epsilon(0.01));
+  // And the gang keeps its speed within the target (and the fake's noise).
+  CHECK(1 - (1000.0 / gang.period()) / gang.solo() <= 0.05);
+}
