@@ -52,7 +52,9 @@ inline ComputeLimits load_compute_limits(const DeviceLimits& device) {
   std::uint64_t turn = device.yield_turn.load(std::memory_order_relaxed);
   out.yield_turns = static_cast<std::uint32_t>(turn & 0xffffffffu);
   out.yield_turn = static_cast<std::uint32_t>(turn >> 32);
-  if (out.yield_turns <= 1 || out.yield_turn >= out.yield_turns) out.yield_turn = out.yield_turns = 0;
+  if (out.yield_turns <= 1 || out.yield_turn >= out.yield_turns) {
+    out.yield_turn = out.yield_turns = 0;
+  }
   return out;
 }
 

@@ -65,9 +65,12 @@ void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Proces
     if (job->block->qos() == kQosOpportunistic) {
       job->block->set_yield_share(device, share_ppm);
       auto at = followers.find(job->key);
-      job->block->set_yield_turn(
-          device, at == followers.end() ? 0 : static_cast<std::uint32_t>(std::distance(followers.begin(), at)),
-          at == followers.end() ? 0 : turns);
+      if (at == followers.end()) {
+        job->block->set_yield_turn(device, 0, 0);
+      } else {
+        auto index = static_cast<std::uint32_t>(std::distance(followers.begin(), at));
+        job->block->set_yield_turn(device, index, turns);
+      }
     }
     std::uint64_t mask = 0;
     if (live[i] && job->block->qos() == kQosOpportunistic) {
