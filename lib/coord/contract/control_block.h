@@ -224,6 +224,22 @@
 // their sum, in parts per million; 0 or kNoLimit: the whole): a follower
 // queues at most that part of what is left of a gap.
 //
+// The GPUs a process uses (layout 8, telemetry). A process registers every
+// GPU it sees (all of them, without CUDA_VISIBLE_DEVICES), yet uses one or
+// a few: a job counted on all of them would be throttled beside production
+// on a GPU it never touches, and a job moved to an idle GPU (migrate.h)
+// would gain nothing. The job publishes, per device, `contexts`: the
+// contexts it holds there (created, or the primary context retained; each
+// counted once, until destroyed, released for the last time or reset). The
+// coordinator counts a process on a device while it holds a context or
+// memory there (registry.h, Registry::uses). The ordinal is the process's:
+// a migration that swaps two GPUs under it (the driver's restore) moves the
+// count with the memory, and the coordinator swaps the UUIDs behind the
+// ordinals. A process may lie: claiming no context where it launches only
+// frees it from its own controller's view of that GPU while it holds no
+// memory there either, which the memory limit still covers; claiming many
+// only counts it where it says.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -242,7 +258,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 8;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -325,7 +341,10 @@ struct DeviceTelemetry {
   /// Layout 6: the bytes of a waiting production allocation that are
   /// already in mem_used_bytes (see "No room coming"); 0 when none waits.
   std::atomic<std::uint64_t> mem_waiting_bytes;
-  std::atomic<std::uint64_t> reserved[2];
+  /// Layout 8: the contexts the process holds on the device ("The GPUs a
+  /// process uses"); 0: it does not use it (unless it holds memory there).
+  std::atomic<std::uint64_t> contexts;
+  std::atomic<std::uint64_t> reserved[1];
 };
 
 struct TelemetryPage {

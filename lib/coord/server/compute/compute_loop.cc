@@ -84,6 +84,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   std::map<std::string, std::vector<Member>> by_device;
   registry.for_each_process([&](Process& job) {
     for (std::size_t i = 0; i < job.devices.size(); ++i) {
+      if (!counts_on(job, i)) continue;  // only on the GPUs it uses (registry.h)
       by_device[job.devices[i].uuid].push_back({&job, static_cast<int>(i)});
     }
   });
@@ -130,7 +131,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
     ComputeDeviceStatus status = controller->status();
     for (std::size_t i = 0; i < live.size() && i < outputs.size(); ++i) {
       live[i].job->block->set_compute(live[i].device, outputs[i].limits);
-      if (live[i].device == 0) {
+      if (static_cast<std::size_t>(live[i].device) == first_counted(*live[i].job)) {
         live[i].job->compute = outputs[i];
         live[i].job->compute_phase = status.phase;
       }
