@@ -30,7 +30,7 @@ run_pair() {
   rm -f "$scratch/stop"
   : >"$scratch/coordinator.log"
   LD_LIBRARY_PATH="$libexec/sim" start_coordinator --migration-policy "$policy"
-  gpushare-run --sim --opportunistic --name opp -- "$w" --mem 1GiB --verify 1GiB --verify-every 20 \
+  gpushare-run --sim --opportunistic --name opp -- "$w" --mem 1GiB --verify 1GiB \
     --kernel-us 2000 --per-iteration --iterations 1000000 --stop-file "$scratch/stop" \
     >"$scratch/opp-$policy.out" 2>"$scratch/opp.err" &
   local opp=$!
