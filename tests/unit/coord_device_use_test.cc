@@ -1,10 +1,12 @@
 // Jobs counted only on the GPUs they use (registry.h, counts_on;
 // control_block.h, "The GPUs a process uses"): a process that sees two GPUs
-// is counted where it holds a context or memory, by the node view and by the
-// compute loop, and a migration moves the count with its memory.
+// is counted where it holds a context or memory, by the node view, the
+// compute loop and the host pause, and a migration moves the count with its
+// memory.
 #include <catch2/catch.hpp>
 
 #include "coord/server/compute/compute_loop.h"
+#include "coord/server/memory/host_pause.h"
 #include "coord/server/registry/registry.h"
 
 using namespace gpushare;
@@ -151,4 +153,37 @@ TEST_CASE("a migration moves a process's count with its memory", "[coord][regist
   CHECK_FALSE(counts_on(*opp, 1));
   CHECK(device_jobs(registry.node(0), "GPU-a", kQosOpportunistic) == 0);
   CHECK(device_jobs(registry.node(0), "GPU-b", kQosOpportunistic) == 1);
+}
+
+TEST_CASE("the host pause holds an opportunistic job only beside production's GPU",
+          "[coord][memory][devices]") {
+  Registry registry{Policy{}};
+  Process* prod = *registry.add(two_gpus("prod", kQosProduction), peer(10));
+  Process* opp = *registry.add(two_gpus("opp", kQosOpportunistic), peer(11));
+  hold(*prod, 0, 1, 3 * GiB);  // production active on GPU-a
+  page(*prod).launches.store(10);
+  // The opportunistic job mostly on the host, on GPU `device`.
+  auto spilled_on = [&](int device) {
+    for (int i = 0; i < 2; ++i) {
+      hold(*opp, i, 0, 0);
+      page(*opp).device_resident_bytes[i].store(0);
+      page(*opp).host_resident_bytes[i].store(0);
+    }
+    hold(*opp, device, 1, GiB);
+    page(*opp).device_resident_bytes[device].store(GiB / 4);
+    page(*opp).host_resident_bytes[device].store(3 * GiB / 4);
+  };
+  HostPauser pauser(true);
+  std::uint64_t now = 1000 * kMs;
+  pauser.tick(registry, now);
+
+  spilled_on(1);  // moved to GPU-b, its restore not done yet
+  page(*prod).launches.store(20);
+  pauser.tick(registry, now += 25 * kMs);
+  CHECK_FALSE(opp->block->paused());
+
+  spilled_on(0);  // beside production
+  page(*prod).launches.store(30);
+  pauser.tick(registry, now += 25 * kMs);
+  CHECK(opp->block->pause_reasons() == kPauseHostMemory);
 }
