@@ -235,10 +235,12 @@
 // memory there (registry.h, Registry::uses). The ordinal is the process's:
 // a migration that swaps two GPUs under it (the driver's restore) moves the
 // count with the memory, and the coordinator swaps the UUIDs behind the
-// ordinals. A process may lie: claiming no context where it launches only
-// frees it from its own controller's view of that GPU while it holds no
-// memory there either, which the memory limit still covers; claiming many
-// only counts it where it says.
+// ordinals. A process may lie: one that hides a context and its memory on
+// a GPU (while claiming some elsewhere) escapes that GPU's compute
+// controller, which gains it no more than skipping the interposer's
+// throttle, which runs in its own address space, already does; the memory
+// it holds there is still seen by NVML (serve's memory enforcement).
+// Claiming contexts everywhere only holds it everywhere, as before layout 8.
 //
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then

@@ -37,10 +37,9 @@ Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_tot
 // them put an opportunistic job beside production on a GPU it never
 // touched (and one moved off production's GPU stayed held as if beside it).
 // What it uses is what it holds there: a context (counted by the
-// interposer) or memory. Both are the job's claims: a job that hides a
-// context from its count escapes a controller only on a GPU where it holds
-// no memory either, and then only until it allocates; one that claims
-// contexts everywhere is held everywhere, as before.
+// interposer) or memory. Both are the job's claims (control_block.h, "The
+// GPUs a process uses", says what a lie gains); one that claims nothing
+// anywhere is held everywhere, as before.
 bool uses_device(const Process& process, std::size_t index) {
   if (index >= static_cast<std::size_t>(kMaxDevices) || index >= process.devices.size()) {
     return false;
