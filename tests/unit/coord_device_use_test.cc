@@ -84,6 +84,10 @@ TEST_CASE("a process counts on the GPUs where it holds a context or memory",
   CHECK(first_counted(*p) == 1);
   CHECK(device_jobs(registry.node(0), "GPU-a", kQosProduction) == 0);
   CHECK(device_jobs(registry.node(0), "GPU-b", kQosProduction) == 1);
+  // Its record names the GPU it uses first (ls's `device`).
+  std::string reason;
+  CHECK(registry.show("train", 0, &reason)->devices.at(0).uuid == "GPU-b");
+  CHECK(registry.show("train", 0, &reason)->devices.size() == 2);
 
   // Memory alone counts too (a context the interposer could not count).
   hold(*p, 1, 0, 0);
@@ -153,6 +157,8 @@ TEST_CASE("a migration moves a process's count with its memory", "[coord][regist
   CHECK_FALSE(counts_on(*opp, 1));
   CHECK(device_jobs(registry.node(0), "GPU-a", kQosOpportunistic) == 0);
   CHECK(device_jobs(registry.node(0), "GPU-b", kQosOpportunistic) == 1);
+  std::string reason;
+  CHECK(registry.show("opp", 0, &reason)->devices.at(0).uuid == "GPU-b");
 }
 
 TEST_CASE("the host pause holds an opportunistic job only beside production's GPU",

@@ -36,6 +36,7 @@ wait_for "the job trains on GPU 1" 20 show_has movable \
   ".iterations > 5 and ([.devices[] | select(.uuid == \"$gpu1\")][0].mem_used_bytes >= $GiB)"
 show_has movable "(.devices | length) == 2" || fail "the job does not see both GPUs: $(gpushare-ctl show movable)"
 wait_for "node counting the job on GPU 1 only" 5 counted 0 1
+show_has movable ".device == \"$gpu1\"" || fail "ls does not name GPU 1: $(gpushare-ctl show movable)"
 
 gpushare-run --sim --gpu 1 --name pinned -- "$w" --mem 256MiB --iterations 1000000 \
   --stop-file "$scratch/stop-pinned" >/dev/null 2>"$scratch/pinned.err" &
@@ -56,6 +57,7 @@ echo "moved the job from GPU 1 to GPU 0 in $(jq -r .migration_ms "$scratch/migra
 jq -e --arg u "$gpu0" '[.devices[] | select(.uuid == $u)][0].mem_used_bytes >= 1073741824' \
   "$scratch/migrate.json" >/dev/null || fail "after the move: $(cat "$scratch/migrate.json")"
 wait_for "node counting the job on GPU 0 only" 5 counted 1 0
+show_has movable ".device == \"$gpu0\"" || fail "ls does not name GPU 0: $(gpushare-ctl show movable)"
 wait_for "the job training on GPU 0" 10 show_has movable ".iterations > $before + 5"
 
 touch "$scratch/stop"

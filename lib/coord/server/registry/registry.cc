@@ -394,6 +394,10 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     }
     view.devices.push_back(std::move(d));
   }
+  // The GPUs it uses first (counts_on), each part in the order first seen:
+  // the record's `device` is then the GPU it runs on, also after a move.
+  std::stable_partition(view.devices.begin(), view.devices.end(),
+                        [&](const JobDeviceView& d) { return job_counts_on(job, d.uuid); });
   suspend_view(job, &view);  // suspend state and suspended bytes
   rank_view(job, &view);
   return view;
