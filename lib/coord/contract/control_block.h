@@ -224,7 +224,7 @@
 // their sum, in parts per million; 0 or kNoLimit: the whole): a follower
 // queues at most that part of what is left of a gap.
 //
-// The GPUs a process uses (layout 8, telemetry). A process registers every
+// The GPUs a process uses (layout 9, telemetry). A process registers every
 // GPU it sees (all of them, without CUDA_VISIBLE_DEVICES), yet uses one or
 // a few: a job counted on all of them would be throttled beside production
 // on a GPU it never touches, and a job moved to an idle GPU (migrate.h)
@@ -240,7 +240,7 @@
 // controller, which gains it no more than skipping the interposer's
 // throttle, which runs in its own address space, already does; the memory
 // it holds there is still seen by NVML (serve's memory enforcement).
-// Claiming contexts everywhere only holds it everywhere, as before layout 8.
+// Claiming contexts everywhere only holds it everywhere, as before layout 9.
 //
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
@@ -260,7 +260,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 8;
+inline constexpr std::uint32_t kLayoutVersion = 9;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -343,7 +343,7 @@ struct DeviceTelemetry {
   /// Layout 6: the bytes of a waiting production allocation that are
   /// already in mem_used_bytes (see "No room coming"); 0 when none waits.
   std::atomic<std::uint64_t> mem_waiting_bytes;
-  /// Layout 8: the contexts the process holds on the device ("The GPUs a
+  /// Layout 9: the contexts the process holds on the device ("The GPUs a
   /// process uses"); 0: it does not use it (unless it holds memory there).
   std::atomic<std::uint64_t> contexts;
   std::atomic<std::uint64_t> reserved[1];

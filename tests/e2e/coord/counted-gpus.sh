@@ -3,7 +3,7 @@
 # process that sees both of a node's GPUs is counted on both while it holds
 # nothing on either, on GPU 1 alone once it holds a context there (with no
 # memory: the simulator's contexts here cost 0 bytes, so the context count
-# the interposer publishes, control block layout 8, is the only sign), and
+# the interposer publishes, control block layout 9, is the only sign), and
 # on both again once it let the context go.
 . "$(dirname "$0")/../common.inc"
 . "$e2e_dir/interpose.inc"
