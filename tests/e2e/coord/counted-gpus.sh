@@ -4,7 +4,8 @@
 # nothing on either, on GPU 1 alone once it holds a context there (with no
 # memory: the simulator's contexts here cost 0 bytes, so the context count
 # the interposer publishes, control block layout 9, is the only sign), and
-# on both again once it let the context go.
+# on both again once it let the context go; the same for a context of its
+# own (cuCtxCreate, then cuCtxDestroy) on GPU 0.
 . "$(dirname "$0")/../common.inc"
 . "$e2e_dir/interpose.inc"
 . "$e2e_dir/coord.inc"
@@ -24,7 +25,8 @@ counted() {  # JOBS_ON_GPU0 JOBS_ON_GPU1: what node counts on each
 
 start_coordinator
 gpushare-run --sim --name user -- "$c" init ready:"$s/registered" wait:"$s/go" ctx:1 \
-  ready:"$s/context" wait:"$s/release" ctx-release:1 ready:"$s/released" wait:"$s/end" \
+  ready:"$s/context" wait:"$s/release" ctx-release:1 ready:"$s/released" wait:"$s/create" \
+  ctx-create:0 ready:"$s/created" wait:"$s/destroy" ctx-destroy ready:"$s/destroyed" wait:"$s/end" \
   >"$s/user.out" 2>"$s/user.err" &
 user=$!
 wait_for "the job registered" 10 test -e "$s/registered"
@@ -37,5 +39,11 @@ wait_for "the job counted on GPU 1 only" 5 counted 0 1
 touch "$s/release"
 wait_for "the context released" 10 test -e "$s/released"
 wait_for "the job counted on both GPUs again" 5 counted 1 1
+touch "$s/create"
+wait_for "a context of its own on GPU 0" 10 test -e "$s/created"
+wait_for "the job counted on GPU 0 only" 5 counted 1 0
+touch "$s/destroy"
+wait_for "the context destroyed" 10 test -e "$s/destroyed"
+wait_for "the job counted on both GPUs once more" 5 counted 1 1
 touch "$s/end"
 wait "$user" || fail "the job failed: $(cat "$s/user.err")"
