@@ -199,6 +199,7 @@ void reset_after_fork() {
   rt.allocations.clear();
   rt.handles.clear();
   rt.contexts.clear();
+  for (auto& contexts : g_counters.contexts) contexts.store(0, std::memory_order_relaxed);
   reset_launch_counts();
   throttle_after_fork();
   rt.device_count.store(-1, std::memory_order_relaxed);

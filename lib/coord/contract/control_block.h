@@ -239,6 +239,24 @@
 // share still splits the loop's level (a job in its turn fills the whole
 // gap).
 //
+// The GPUs a process uses (layout 9, telemetry). A process registers every
+// GPU it sees (all of them, without CUDA_VISIBLE_DEVICES), yet uses one or
+// a few: a job counted on all of them would be throttled beside production
+// on a GPU it never touches, and a job moved to an idle GPU (migrate.h)
+// would gain nothing. The job publishes, per device, `contexts`: the
+// contexts it holds there (created, or the primary context retained; each
+// counted once, until destroyed, released for the last time or reset). The
+// coordinator counts a process on a device while it holds a context or
+// memory there (registry.h, Registry::uses). The ordinal is the process's:
+// a migration that swaps two GPUs under it (the driver's restore) moves the
+// count with the memory, and the coordinator swaps the UUIDs behind the
+// ordinals. A process may lie: one that hides a context and its memory on
+// a GPU (while claiming some elsewhere) escapes that GPU's compute
+// controller, which gains it no more than skipping the interposer's
+// throttle, which runs in its own address space, already does; the memory
+// it holds there is still seen by NVML (serve's memory enforcement).
+// Claiming contexts everywhere only holds it everywhere, as before layout 9.
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -257,7 +275,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 8;
+inline constexpr std::uint32_t kLayoutVersion = 9;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -342,7 +360,10 @@ struct DeviceTelemetry {
   /// Layout 6: the bytes of a waiting production allocation that are
   /// already in mem_used_bytes (see "No room coming"); 0 when none waits.
   std::atomic<std::uint64_t> mem_waiting_bytes;
-  std::atomic<std::uint64_t> reserved[2];
+  /// Layout 9: the contexts the process holds on the device ("The GPUs a
+  /// process uses"); 0: it does not use it (unless it holds memory there).
+  std::atomic<std::uint64_t> contexts;
+  std::atomic<std::uint64_t> reserved[1];
 };
 
 struct TelemetryPage {

@@ -78,6 +78,8 @@ void copy_telemetry(TelemetryPage* page) {
                                        std::memory_order_relaxed);
       page->devices[i].mem_waiting_bytes.store(
           c->mem_waiting_bytes[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      page->devices[i].contexts.store(c->contexts[i].load(std::memory_order_relaxed),
+                                      std::memory_order_relaxed);
       page->suspended_bytes[i].store(c->suspended_bytes[i].load(std::memory_order_relaxed),
                                      std::memory_order_relaxed);
       page->mem_request_seq[i].store(request_seq, std::memory_order_release);

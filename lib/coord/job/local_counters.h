@@ -21,6 +21,9 @@ namespace gpushare::coord::job {
 /// into the telemetry page.
 struct LocalCounters {
   std::atomic<std::uint64_t> mem_used_bytes[kMaxDevices];
+  /// Contexts held per device (layout 9, control_block.h "The GPUs a
+  /// process uses"): counted when created or first retained, until gone.
+  std::atomic<std::uint64_t> contexts[kMaxDevices];
   std::atomic<std::uint64_t> launches;
   std::atomic<std::uint64_t> blocks_launched;
   std::atomic<std::uint64_t> kernels_completed;

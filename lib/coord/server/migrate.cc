@@ -456,7 +456,10 @@ Result<JobView> start_migration(Registry& registry, Checkpointer& checkpointer,
     from = device.uuid;
     holds = device.mem_used_bytes;
   }
-  if (from.empty()) from = registry.process(job.processes.front())->devices.at(0).uuid;
+  if (from.empty()) {  // no memory anywhere yet: where it is counted (registry.h)
+    const Process& first = *registry.process(job.processes.front());
+    from = first.devices.at(first_counted(first)).uuid;
+  }
   if (from == *to) {
     JobView unchanged = view;
     unchanged.note = "already on " + *to;
@@ -483,7 +486,9 @@ Result<JobView> start_migration(Registry& registry, Checkpointer& checkpointer,
                     "cannot migrate " + describe_job(job) + " to " + *to + ": its process " +
                         std::to_string(process.pid) + " sees only " + seen +
                         " (CUDA_VISIBLE_DEVICES), and the driver restores a process only onto "
-                        "GPUs it sees; start the job without --gpu to make it movable");
+                        "GPUs it sees; to make a job movable, start it seeing both: gpushare-run "
+                        "without --gpu, or CUDA_VISIBLE_DEVICES listing its GPU first and the "
+                        "target after (it is counted only on the GPU it uses)");
     }
   }
   if (std::string difference = (*driver)->chip_difference(from, *to); !difference.empty()) {

@@ -98,6 +98,9 @@ void charge_context(const UsageProbe& probe, CUcontext context, std::uint64_t re
   note_tree_context_bytes(probe.device, overhead);
   std::uint64_t key = reinterpret_cast<std::uint64_t>(context);
   g_runtime.contexts.insert(key, AllocationRecord{overhead, probe.device, key});
+  // The coordinator counts the process on this device while it holds a
+  // context here (control_block.h, "The GPUs a process uses").
+  g_counters.contexts[probe.device].fetch_add(1, std::memory_order_relaxed);
   GS_DEBUG("context %p on device %d holds %llu bytes of its own", static_cast<void*>(context),
            probe.device, static_cast<unsigned long long>(overhead));
 }
@@ -109,6 +112,7 @@ void release_context(CUcontext context) {
   AllocationRecord record;
   if (g_runtime.contexts.erase(key, &record) && valid_device(record.device)) {
     g_runtime.devices[record.device].budget.release(record.bytes);
+    g_counters.contexts[record.device].fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -120,6 +120,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   std::map<std::string, std::vector<Member>> by_device;
   registry.for_each_process([&](Process& job) {
     for (std::size_t i = 0; i < job.devices.size(); ++i) {
+      if (!counts_on(job, i)) continue;  // only on the GPUs it uses (registry.h)
       by_device[job.devices[i].uuid].push_back({&job, static_cast<int>(i)});
     }
   });
@@ -196,7 +197,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
         continue;
       }
       m.job->block->set_compute(m.device, d->second->limits);
-      if (m.device == 0) {
+      if (static_cast<std::size_t>(m.device) == first_counted(*m.job)) {
         m.job->compute = *d->second;
         m.job->compute_phase = status.phase;
       }

@@ -47,7 +47,11 @@ void HostPauser::tick(Registry& registry, std::uint64_t now_ns) {
     if (launches != a.launches || in_flight) a = Activity{launches, now_ns};
     seen[process.key] = a;
     if (a.active_ns == 0 || now_ns - a.active_ns >= kProductionQuietNs) return;
-    for (const DeviceRegistration& device : process.devices) active_devices.insert(device.uuid);
+    // Only the GPUs it uses (registry.h, counts_on): an opportunistic job
+    // moved off its GPU (migrate.h) is not paused beside it on the other.
+    for (std::size_t i = 0; i < process.devices.size(); ++i) {
+      if (counts_on(process, i)) active_devices.insert(process.devices[i].uuid);
+    }
   });
   activity_ = std::move(seen);  // forgets processes that left
 

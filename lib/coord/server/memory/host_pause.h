@@ -14,7 +14,7 @@
 // on the CPU meanwhile, only their kernel launches wait.
 //
 // The decision, per opportunistic job, every compute tick:
-//   pause   when some production job on one of its devices is active and,
+//   pause   when some production job on one of its devices (one it uses) is active and,
 //           on those devices, at least kPauseHostShare of its managed memory
 //           is on the host;
 //   resume  when no production job there is active, or less than

@@ -31,6 +31,40 @@ Result<std::uint64_t> resolve_limit(std::string_view text, std::uint64_t mem_tot
   return bytes;
 }
 
+// The devices a process uses (control_block.h, "The GPUs a process uses").
+// Every process registers every GPU it sees, and with no
+// CUDA_VISIBLE_DEVICES that is every GPU of the node; counting it on all of
+// them put an opportunistic job beside production on a GPU it never
+// touched (and one moved off production's GPU stayed held as if beside it).
+// What it uses is what it holds there: a context (counted by the
+// interposer) or memory. Both are the job's claims (control_block.h, "The
+// GPUs a process uses", says what a lie gains); one that claims nothing
+// anywhere is held everywhere, as before.
+bool uses_device(const Process& process, std::size_t index) {
+  if (index >= static_cast<std::size_t>(kMaxDevices) || index >= process.devices.size()) {
+    return false;
+  }
+  const DeviceTelemetry& device = process.block->telemetry().devices[index];
+  return device.contexts.load(std::memory_order_relaxed) != 0 ||
+         device.mem_used_bytes.load(std::memory_order_relaxed) != 0;
+}
+
+bool counts_on(const Process& process, std::size_t index) {
+  if (index >= process.devices.size()) return false;
+  if (uses_device(process, index)) return true;
+  for (std::size_t i = 0; i < process.devices.size(); ++i) {
+    if (uses_device(process, i)) return false;
+  }
+  return true;  // it uses none yet: held everywhere it may start
+}
+
+std::size_t first_counted(const Process& process) {
+  for (std::size_t i = 0; i < process.devices.size(); ++i) {
+    if (counts_on(process, i)) return i;
+  }
+  return 0;
+}
+
 // Writes a static cap into a process's pages at once (the compute loop
 // keeps it there with the rest of its limits at its next tick).
 static void apply_cap(Process& process) {
@@ -337,7 +371,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
   view.compute_phase = first.compute_phase;
   view.compute_cap_ppm = job.compute_cap_ppm;
   if (!first.devices.empty()) {
-    ComputeLimits limits = first.block->compute(0);
+    ComputeLimits limits = first.block->compute(static_cast<int>(first_counted(first)));
     view.launch_budget = limits.launch_budget;
     view.launch_window_ns = limits.launch_window_ns;
     view.max_queued = limits.max_queued;
@@ -360,6 +394,10 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     }
     view.devices.push_back(std::move(d));
   }
+  // The GPUs it uses first (counts_on), each part in the order first seen:
+  // the record's `device` is then the GPU it runs on, also after a move.
+  std::stable_partition(view.devices.begin(), view.devices.end(),
+                        [&](const JobDeviceView& d) { return job_counts_on(job, d.uuid); });
   suspend_view(job, &view);  // suspend state and suspended bytes
   rank_view(job, &view);
   return view;
@@ -398,6 +436,17 @@ std::vector<JobView> Registry::list(std::uint64_t now_ns) const {
   return views;
 }
 
+// Whether some process of the job is counted on the device (counts_on).
+bool Registry::job_counts_on(const Job& job, const std::string& uuid) const {
+  for (std::uint64_t key : job.processes) {
+    const Process& process = processes_.at(key);
+    for (std::size_t i = 0; i < process.devices.size(); ++i) {
+      if (process.devices[i].uuid == uuid && counts_on(process, i)) return true;
+    }
+  }
+  return false;
+}
+
 NodeView Registry::node(std::uint64_t now_ns) const {
   NodeView node;
   for (const Device& device : devices_) {
@@ -415,7 +464,7 @@ NodeView Registry::node(std::uint64_t now_ns) const {
                              [&](const DeviceView& d) { return d.uuid == jd.uuid; });
       if (it == node.devices.end()) continue;
       ClassTotals& totals = v.qos == kQosOpportunistic ? it->opportunistic : it->production;
-      totals.jobs += 1;
+      if (job_counts_on(job, jd.uuid)) totals.jobs += 1;
       totals.mem_used_bytes = saturating_add(totals.mem_used_bytes, jd.mem_used_bytes);
       totals.device_resident_bytes =
           saturating_add(totals.device_resident_bytes, jd.device_resident_bytes);

@@ -77,6 +77,19 @@ struct Process {
   HoldTrack hold;  ///< its hold counters over the last window (the compute loop samples)
 };
 
+/// Whether a process uses its device `index` (its CUdevice ordinal, the
+/// index of its registration and pages): it holds a context or memory
+/// there (control_block.h, "The GPUs a process uses").
+bool uses_device(const Process& process, std::size_t index);
+/// Whether the compute loop counts a process on its device `index`: where
+/// it uses it; a process that uses none of its devices yet (starting, or a
+/// launcher that never touches a GPU) is counted on all of them, so that
+/// its first launches anywhere meet a controller that already holds it.
+bool counts_on(const Process& process, std::size_t index);
+/// The first device a process is counted on (its view's compute figures
+/// come from there); 0 when it has none.
+std::size_t first_counted(const Process& process);
+
 /// A device of a job: the union, by UUID, of its processes' devices.
 struct JobDevice {
   std::string uuid;
@@ -215,6 +228,7 @@ class Registry {
   Result<Job*> resolve(std::string_view selector, std::string* reason,
                        const Caller* caller = nullptr) const;
   JobView view(const Job& job, std::uint64_t now_ns) const;
+  bool job_counts_on(const Job& job, const std::string& uuid) const;
   void rank_view(const Job& job, JobView* view) const;
   Job& start_job(const RegisterRequest& request, const Caller& peer, TreeProof tree);
   Job* tree_job(const TreeProof& tree, uid_t uid);
