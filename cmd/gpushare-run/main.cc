@@ -29,6 +29,7 @@ namespace exit_status = gpushare::exit_status;
 struct RunOptions {
   gpushare::RunRequest request;
   bool no_coordinator = false;
+  bool movable = false;  ///< --movable: every other GPU visible after --gpu's
 };
 
 std::string own_executable() {
@@ -135,6 +136,24 @@ int run(RunOptions& options) {
       gpushare::diag::error("--gpu: " + ok.error().message);
       return exit_status::kRunFailed;
     }
+    // Movable: the driver restores a checkpointed process only onto GPUs
+    // it sees, so the job sees the others too, after its own (it is
+    // counted only on the GPUs it uses, docs/memory.md).
+    if (options.movable) {
+      gpushare::Result<std::string> visible =
+          gpushare::movable_visible_devices(*options.request.gpu, nvml);
+      if (!visible) {
+        gpushare::diag::error(visible.error().message);
+        return exit_status::kRunFailed;
+      }
+      for (auto& [name, value] : plan->environment) {
+        if (name == "CUDA_VISIBLE_DEVICES") value = *visible;
+      }
+    }
+  } else if (options.movable) {
+    gpushare::diag::error(
+        "--movable needs --gpu: a job started without it sees every GPU and can move already");
+    return exit_status::kRunFailed;
   }
   // A coordinator for live limits, started per user when none is running.
   if (!options.no_coordinator) {
@@ -178,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_option("--compute-trace", request.compute_trace,
                  "Record compute admission decisions as JSON Lines (%p: the pid)")
       ->type_name("PATH");
+  app.add_flag("--movable", options.movable,
+               "With --gpu: let the job see the other GPUs too, so that it can be migrated");
   app.add_flag("--no-coordinator", options.no_coordinator,
                "Do not start a per-user coordinator when none is running");
   // One value per -p: a vector option would otherwise swallow the command.

@@ -16,4 +16,12 @@ namespace gpushare {
 /// one's path).
 Status check_gpu_exists(const std::string& gpu, const std::string& nvml_library);
 
+/// For --gpu GPU --movable: the CUDA_VISIBLE_DEVICES that puts `gpu` first
+/// (the job's device 0, as with --gpu alone) and every other GPU of the
+/// machine after it, in the form `gpu` has (indices, or UUIDs), so that the
+/// driver's process checkpoint can restore the job onto another GPU
+/// (gpushare-ctl migrate). An error where NVML cannot list the GPUs.
+Result<std::string> movable_visible_devices(const std::string& gpu,
+                                            const std::string& nvml_library);
+
 }  // namespace gpushare

@@ -156,7 +156,10 @@ out_text, err_text = open(out_path).read(), open(err_path).read()
 moved = (suspended or {}).get("mem_host_resident_bytes") or 0
 measurements.update({"suspend_s": round(suspend_s, 3), "resume_s": round(resume_s, 3),
                      "moved_bytes": moved, "process_bytes_before": before,
-                     "process_bytes_suspended": during, "process_bytes_resumed": after})
+                     "process_bytes_suspended": during, "process_bytes_resumed": after,
+                     # "checkpoint" (the driver's process checkpoint: nothing left on
+                     # the device, the context included) or "memory" (the fallback).
+                     "suspend_path": (suspended or {}).get("suspend_path")})
 if moved and suspend_s > 0:
     measurements["suspend_gib_per_s"] = round(moved / GiB / suspend_s, 2)
     measurements["resume_gib_per_s"] = round(moved / GiB / resume_s, 2)

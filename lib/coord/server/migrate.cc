@@ -487,8 +487,9 @@ Result<JobView> start_migration(Registry& registry, Checkpointer& checkpointer,
                         std::to_string(process.pid) + " sees only " + seen +
                         " (CUDA_VISIBLE_DEVICES), and the driver restores a process only onto "
                         "GPUs it sees; to make a job movable, start it seeing both: gpushare-run "
-                        "without --gpu, or CUDA_VISIBLE_DEVICES listing its GPU first and the "
-                        "target after (it is counted only on the GPU it uses)");
+                        "--gpu N --movable, gpushare-run without --gpu, or CUDA_VISIBLE_DEVICES "
+                        "listing its GPU first and the target after (it is counted only on the "
+                        "GPU it uses)");
     }
   }
   if (std::string difference = (*driver)->chip_difference(from, *to); !difference.empty()) {

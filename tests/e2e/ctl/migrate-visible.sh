@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device visibility and migration on a simulated node of two GPUs. A job
-# started with CUDA_VISIBLE_DEVICES=1,0 sees both GPUs and trains on GPU 1
+# started with `gpushare-run --gpu 1 --movable` sees both GPUs
+# (CUDA_VISIBLE_DEVICES=1,0) and trains on GPU 1
 # (its CUdevice 0): `node` counts it on GPU 1 only (a process is counted on
 # the GPUs where it holds a context or memory, not on every GPU it sees);
 # `migrate` moves it to GPU 0 (the driver restores a process onto GPUs it
@@ -28,7 +29,9 @@ counted() {  # JOBS_ON_GPU0 JOBS_ON_GPU1: what node counts on each
   [ "$(node_jobs "$gpu0")" = "$1" ] && [ "$(node_jobs "$gpu1")" = "$2" ]
 }
 
-CUDA_VISIBLE_DEVICES=1,0 gpushare-run --sim --name movable -- "$w" --mem 1GiB --verify 1GiB \
+expect_exit 125 gpushare-run --sim --movable -- true  # --movable needs --gpu
+expect_grep "movable needs --gpu" "$scratch/err"
+gpushare-run --sim --gpu 1 --movable --name movable -- "$w" --mem 1GiB --verify 1GiB \
   --verify-every 25 --kernel-us 2000 --per-iteration --iterations 100000 \
   --stop-file "$scratch/stop" >"$scratch/movable.out" 2>"$scratch/movable.err" &
 movable=$!
@@ -44,7 +47,7 @@ pinned=$!
 wait_for "the pinned job holds GPU 1" 20 show_has pinned ".mem_used_bytes > 0"
 expect_exit 1 gpushare-ctl migrate pinned --to 0
 expect_grep "sees only $gpu1 \(CUDA_VISIBLE_DEVICES\)" "$scratch/err"
-expect_grep "CUDA_VISIBLE_DEVICES listing its GPU first" "$scratch/err"
+expect_grep "gpushare-run --gpu N --movable" "$scratch/err"
 show_has pinned '.state == "running"' || fail "the refusal touched the job: $(gpushare-ctl show pinned)"
 touch "$scratch/stop-pinned"
 wait "$pinned" || fail "the pinned job failed: $(cat "$scratch/pinned.err")"
