@@ -16,7 +16,7 @@ expect_exit 0 "$gpu_check" --list
 [ "$(wc -l <"$scratch/out")" -eq 10 ] || fail "--list does not list ten checks"
 jq -s -e '(map(.kind == "gpu-check-listing" and .version == 1
                and (.expected_s | type == "number") and .expected_s <= .budget_s) | all)
-          and (map(.budget_s) | add) <= 470
+          and (map(.budget_s) | add) <= 475
           and (map(select(.quick) | .quick_budget_s) | add) <= 230
           and (map(select(.quick) | .name) == ["torch-interception", "colocation", "memory-spill"])
           and (map(.name) | index("suspend") != null and index("probe-memory") != null)' \
