@@ -11,17 +11,8 @@
 . "$e2e_dir/coord.inc"
 export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=1GiB GPUSHARE_SIM_CTX_OVERHEAD=0
 c="$libexec/tests/gpushare-cuda-client"
-smi="$libexec/tests/gpushare-nvml-smi"
 s=$scratch
-uuid() { LD_LIBRARY_PATH="$libexec/sim" "$smi" | jq -rs ".[$1].uuid"; }
-gpu0=$(uuid 0); gpu1=$(uuid 1)
-[ "$gpu0" != "$gpu1" ] && [ -n "$gpu1" ] && [ "$gpu1" != null ] || fail "two GPUs: '$gpu0' '$gpu1'"
-node_jobs() {
-  gpushare-ctl node | jq -rs --arg u "$1" '.[] | select(.kind == "device" and .uuid == $u) | .jobs'
-}
-counted() {  # JOBS_ON_GPU0 JOBS_ON_GPU1: what node counts on each
-  [ "$(node_jobs "$gpu0")" = "$1" ] && [ "$(node_jobs "$gpu1")" = "$2" ]
-}
+two_sim_gpus
 
 start_coordinator
 gpushare-run --sim --name user -- "$c" init ready:"$s/registered" wait:"$s/go" ctx:1 \

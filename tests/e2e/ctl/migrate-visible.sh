@@ -15,19 +15,9 @@
 export GPUSHARE_SIM_DEVICES=2 GPUSHARE_SIM_MEMORY=4GiB GPUSHARE_SIM_CTX_OVERHEAD=256MiB
 export GPUSHARE_SIM_EVICT=off
 w="$libexec/gpushare-workload"
-smi="$libexec/tests/gpushare-nvml-smi"
 GiB=$((1 << 30))
 LD_LIBRARY_PATH="$libexec/sim" start_coordinator
-uuid() { LD_LIBRARY_PATH="$libexec/sim" "$smi" | jq -rs ".[$1].uuid"; }
-gpu0=$(uuid 0); gpu1=$(uuid 1)
-[ "$gpu0" != "$gpu1" ] && [ -n "$gpu1" ] && [ "$gpu1" != null ] || fail "two GPUs: '$gpu0' '$gpu1'"
-# node_jobs UUID: the jobs `node` counts on that GPU.
-node_jobs() {
-  gpushare-ctl node | jq -rs --arg u "$1" '.[] | select(.kind == "device" and .uuid == $u) | .jobs'
-}
-counted() {  # JOBS_ON_GPU0 JOBS_ON_GPU1: what node counts on each
-  [ "$(node_jobs "$gpu0")" = "$1" ] && [ "$(node_jobs "$gpu1")" = "$2" ]
-}
+two_sim_gpus
 
 expect_exit 125 gpushare-run --sim --movable -- true  # --movable needs --gpu
 expect_grep "movable needs --gpu" "$scratch/err"
