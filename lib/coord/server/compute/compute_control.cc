@@ -32,9 +32,31 @@
 //               by noise comes back within about a second), and
 //               multiplicative decrease by 0.7 (by 0.35 when the slowdown
 //               is over four times the target).
-// Each step measures for max(min_eval, min_iterations periods) after a
-// settle time, so a step takes 100-200 ms for typical jobs and the loop
-// converges in about a second. Re-estimation: a production job measured
+// Each step measures for max(min_eval, n periods) after a settle time, so
+// a step takes 100-400 ms for typical jobs and the loop converges in about
+// a second; n is sized by the job's steps (below).
+//
+// Measurements sized by the steps. A job's steps are not all alike: the
+// ResNet stand-in replays three recorded steps of 53, 72 and 51 ms, and a
+// real job logs, evaluates or accumulates gradients every few steps. Four
+// such steps in a row read 57.4, 62.1 or 56.8 ms by where they start, 5%
+// either side of the mean with nothing beside the job, against a target
+// of 3%: the loop cut the level at random (the opportunistic job held at
+// 0.07 of what even steps give it, in the unit test), and a profile of
+// four steps could set the solo speed too high for good. So each
+// production job keeps its last 256 step boundaries, and the loop finds
+// the pattern its steps repeat (Track::step_pattern: the least lag at
+// which a step's time is closest to the one that lag before, when clearly
+// closer than to the step before it; 1 where there is none). A
+// measurement spans a whole number of patterns, at least min_iterations
+// steps (6 for ResNet's three), its rate taken between boundaries a whole
+// number of patterns apart. The profile measures profile_iterations steps
+// (12: whole patterns of 1, 2, 3, 4 or 6 steps) before any pattern is
+// known. A change of the level beside the job moves all its steps alike,
+// so it does not hide the pattern; steps that vary at random are measured
+// as before, over min_iterations, and their noise is the loop's to absorb.
+//
+// Re-estimation: a production job measured
 // faster than its solo estimate by more than the target has its estimate
 // raised (it changed phase, or the estimate was noisy); one measured slower
 // than the target allows three times in a row while opportunistic jobs are
@@ -75,6 +97,7 @@
 #include <cmath>
 #include <deque>
 #include <set>
+#include <vector>
 
 namespace gpushare::coord::server {
 namespace {
@@ -126,8 +149,22 @@ Rate rate_between(const Sample& a, const Sample& b) {
   return r;
 }
 
+// A step boundary of a production job: the iteration count and when the
+// last of them ended (several may end between two samples of a fast job).
+struct Boundary {
+  std::uint64_t index = 0;
+  std::uint64_t ns = 0;
+};
+
+constexpr std::size_t kBoundaries = 256;
+// The longest step pattern looked for, and the pairs of steps each lag
+// needs before a pattern is claimed.
+constexpr std::uint64_t kMaxPattern = 12;
+constexpr std::size_t kMinPairs = 8;
+
 struct Track {
   std::deque<Sample> samples;
+  std::deque<Boundary> boundaries;  // the last kBoundaries, oldest first
   std::uint64_t last_progress_ns = 0;  // when launches last moved
   std::uint64_t first_progress_ns = 0;  // when it was first seen to have launched
   double solo = -1;                    // production: its solo speed
@@ -135,6 +172,12 @@ struct Track {
   void add(const Sample& s) {
     if (samples.empty() || s.launches != samples.back().launches) last_progress_ns = s.now;
     if (first_progress_ns == 0 && s.launches > 0) first_progress_ns = s.now;
+    if (s.iterations > 0 && s.last_iteration_ns > 0 &&
+        (boundaries.empty() || (s.iterations > boundaries.back().index &&
+                                s.last_iteration_ns > boundaries.back().ns))) {
+      boundaries.push_back({s.iterations, s.last_iteration_ns});
+      if (boundaries.size() > kBoundaries) boundaries.pop_front();
+    }
     samples.push_back(s);
     while (samples.size() > 2 && s.now - samples.front().now > kHistoryNs) samples.pop_front();
   }
@@ -146,6 +189,80 @@ struct Track {
     return samples.back();
   }
   Rate rate_since(std::uint64_t since) const { return rate_between(from(since), samples.back()); }
+
+  // The length of the pattern the job's steps repeat, in steps: the
+  // least lag p (up to kMaxPattern) at which each step's time is closest
+  // to the time of the step p before it, when that is clearly closer than
+  // at a lag of one (half the difference or less); 1 for steps that do not
+  // repeat a pattern, or that end several per sample (their own times are
+  // not seen; such a job's measurement spans many steps anyway). A change
+  // of the level beside the job moves all its steps alike, so it does not
+  // hide the pattern, where a spread of window means would have taken it
+  // for noise.
+  std::uint64_t step_pattern() const {
+    std::vector<double> steps;  // the times of single steps, oldest first; 0: unseen
+    for (std::size_t i = 1; i < boundaries.size(); ++i) {
+      const Boundary& a = boundaries[i - 1];
+      const Boundary& b = boundaries[i];
+      steps.push_back(b.index - a.index == 1 ? static_cast<double>(b.ns - a.ns) : 0.0);
+    }
+    double difference[kMaxPattern + 1] = {};
+    std::uint64_t longest = 0;  // the longest lag with pairs enough to judge
+    for (std::uint64_t lag = 1; lag <= kMaxPattern; ++lag) {
+      double sum = 0;
+      std::size_t pairs = 0;
+      for (std::size_t i = lag; i < steps.size(); ++i) {
+        if (steps[i] <= 0 || steps[i - lag] <= 0) continue;
+        sum += std::fabs(steps[i] - steps[i - lag]) / (steps[i] + steps[i - lag]);
+        ++pairs;
+      }
+      if (pairs < kMinPairs) break;
+      difference[lag] = sum / static_cast<double>(pairs);
+      longest = lag;
+    }
+    if (longest < 2) return 1;
+    double least = difference[1];
+    for (std::uint64_t lag = 2; lag <= longest; ++lag) least = std::min(least, difference[lag]);
+    if (least > 0.5 * difference[1]) return 1;
+    for (std::uint64_t lag = 2; lag <= longest; ++lag) {
+      if (difference[lag] <= least * 1.25 + 1e-12) return lag;
+    }
+    return 1;
+  }
+
+  // The steps one measurement of this job spans: a whole number of its
+  // pattern, at least min_iterations (the essay above).
+  std::uint64_t steps_needed(const ComputeTuning& t) const {
+    std::uint64_t pattern = step_pattern();
+    std::uint64_t least = static_cast<std::uint64_t>(std::max(1, t.min_iterations));
+    return (least + pattern - 1) / pattern * pattern;
+  }
+
+  // The rate since `since` over a whole multiple of `pattern` steps, at
+  // least `least` of them, from the boundaries; none (per_s < 0) before
+  // then.
+  Rate steps_rate_since(std::uint64_t since, std::uint64_t pattern, std::uint64_t least) const {
+    Rate r;
+    std::size_t first = 0;
+    while (first < boundaries.size() && boundaries[first].ns < since) ++first;
+    if (first >= boundaries.size() || pattern == 0) return r;
+    const Boundary& a = boundaries[first];
+    std::uint64_t whole = (boundaries.back().index - a.index) / pattern * pattern;
+    if (whole == 0 || whole < least) return r;
+    // The boundary at exactly a whole multiple, or the nearest below it
+    // (a fast job's boundaries arrive several per sample).
+    const Boundary* b = &a;
+    for (std::size_t i = first + 1; i < boundaries.size() && boundaries[i].index <= a.index + whole;
+         ++i) {
+      b = &boundaries[i];
+    }
+    if (b->index == a.index || b->ns <= a.ns) return r;
+    r.iterations = true;
+    r.count = b->index - a.index;
+    r.span_ns = b->ns - a.ns;
+    r.per_s = static_cast<double>(r.count) * 1e9 / static_cast<double>(r.span_ns);
+    return r;
+  }
 };
 
 // The measured part of an output: speed over the last half second (none
@@ -230,6 +347,10 @@ class GpushareController : public DeviceController {
     for (const ComputeJobInput& job : jobs) {
       Track& track = kept[job.id];
       if (auto old = tracks_.find(job.id); old != tracks_.end()) track = std::move(old->second);
+      // Back from idle: its steps before are not a pattern with those after.
+      if (!track.samples.empty() && now - track.last_progress_ns >= t_.idle_after_ns) {
+        track.boundaries.clear();
+      }
       track.add({now, job.launches, job.iterations, job.last_iteration_ns, job.gpu_busy_ns});
       if (job.in_flight) track.last_progress_ns = now;
     }
@@ -254,7 +375,8 @@ class GpushareController : public DeviceController {
     for (const ComputeJobInput& job : jobs) {
       const Track& track = tracks_[job.id];
       if (job.qos == kQosProduction && track.solo > 0) {
-        longest = std::max(longest, t_.min_iterations * 1e9 / track.solo);
+        longest = std::max(longest,
+                           static_cast<double>(track.steps_needed(t_)) * 1e9 / track.solo);
       }
     }
     return std::clamp(static_cast<std::uint64_t>(longest), t_.min_eval_ns, t_.max_eval_ns);
@@ -262,18 +384,29 @@ class GpushareController : public DeviceController {
 
   // Measures every active production job since the last change; false
   // while some measurement is still too short.
+  // `steps`: how many iterations each job's measurement spans (0: as
+  // its steps need, Track::steps_needed).
   bool measure(std::uint64_t now, const std::vector<ComputeJobInput>& jobs, std::uint64_t length,
-               std::map<std::uint64_t, double>* speeds) {
+               std::uint64_t steps, std::map<std::uint64_t, double>* speeds) {
     if (now < change_ns_ + t_.settle_ns + length) return false;
     bool overdue = now >= change_ns_ + t_.settle_ns + t_.max_eval_ns;
+    std::uint64_t since = change_ns_ + t_.settle_ns;
     for (const ComputeJobInput& job : jobs) {
       if (job.qos != kQosProduction) continue;
       const Track& track = tracks_[job.id];
       if (now - track.last_progress_ns >= t_.idle_after_ns) continue;  // idle: not protected
-      Rate rate = track.rate_since(change_ns_ + t_.settle_ns);
-      if (rate.iterations && rate.count < static_cast<std::uint64_t>(t_.min_iterations) &&
-          !overdue) {
-        return false;
+      std::uint64_t pattern = steps > 0 ? steps : track.step_pattern();
+      std::uint64_t needed = steps > 0 ? steps : track.steps_needed(t_);
+      Rate rate = track.rate_since(since);
+      if (rate.iterations) {
+        // Over whole patterns, so that where a pattern starts does not
+        // bias the figure; overdue, whatever there is.
+        Rate whole = track.steps_rate_since(since, pattern, needed);
+        if (whole.per_s > 0) {
+          rate = whole;
+        } else if (!overdue) {
+          return false;
+        }
       }
       if (rate.per_s > 0) (*speeds)[job.id] = rate.per_s;
     }
@@ -295,14 +428,17 @@ class GpushareController : public DeviceController {
       }
     }
     std::map<std::uint64_t, double> speeds;
-    if (!measure(now, jobs, t_.min_eval_ns, &speeds)) return;
+    if (!measure(now, jobs, t_.min_eval_ns, static_cast<std::uint64_t>(t_.profile_iterations),
+                 &speeds)) {
+      return;
+    }
     for (const auto& [id, speed] : speeds) tracks_[id].solo = speed;
     enter(Phase::kSlowStart, now);
   }
 
   void evaluate(std::uint64_t now, const std::vector<ComputeJobInput>& jobs) {
     std::map<std::uint64_t, double> speeds;
-    if (!measure(now, jobs, eval_ns(jobs), &speeds)) return;
+    if (!measure(now, jobs, eval_ns(jobs), 0, &speeds)) return;
     double slowdown = 0;
     for (const auto& [id, speed] : speeds) {
       Track& track = tracks_[id];
