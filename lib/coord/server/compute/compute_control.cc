@@ -26,6 +26,12 @@
 //   slow-start  from h = 1/8: h doubles after each measurement within the
 //               slowdown target, and halves into avoid otherwise; entered
 //               again from avoid when a new opportunistic job joins.
+//               A good measurement raises h (here and in avoid) only when
+//               the opportunistic jobs used at least half of it: a new job
+//               still in its start-up (PyTorch's first steps pause for
+//               library loading and autotuning) let the level double to 1
+//               beside a busy GPT-2 stand-in, which then ran 6-11% slow
+//               for a second once the job ran.
 //   avoid       additive increase by a step set on entry and at each
 //               decrease (a tenth of h, at least 1/128), doubled after
 //               every two good steps in a row (at most 1/4: a level cut
@@ -113,6 +119,9 @@ constexpr double kStartHarvest = 1.0 / 8;
 constexpr double kMinStep = 1.0 / 128;
 constexpr double kMaxStep = 1.0 / 4;
 constexpr std::uint64_t kProfileWarmupNs = 500'000'000;  // a new job's set-up
+// The part of the level the opportunistic jobs must have used for a good
+// measurement to raise it (opportunistic_used).
+constexpr double kUsedOfLevel = 0.5;
 
 struct Sample {
   std::uint64_t now = 0;
@@ -447,15 +456,24 @@ class GpushareController : public DeviceController {
     }
     double target = t_.slowdown_target;
     bool good = slowdown <= target;
+    // A good measurement raises the level only if the opportunistic jobs
+    // used it (TCP's rule for a window that was not full): one still in
+    // its start-up pauses says nothing about what it will cost production
+    // once it runs.
+    bool used = opportunistic_used(jobs);
     if (phase_ == Phase::kSlowStart) {
-      if (good) {
+      if (good && used) {
         harvest_ = std::min(1.0, harvest_ * 2);
+      } else if (good) {
+        // Unused: measure again at this level.
       } else {
         harvest_ = std::max(t_.harvest_min, harvest_ / 2);
         phase_ = Phase::kAvoid;
         step_ = std::max(harvest_ / 10, kMinStep);
         goods_ = 0;
       }
+    } else if (good && !used) {
+      // Unused: neither a step up nor a sign of harm.
     } else if (good) {
       harvest_ = std::min(1.0, harvest_ + step_);
       // Good steps in a row: the level was cut by noise, not by harm
@@ -478,6 +496,30 @@ class GpushareController : public DeviceController {
       }
       enter(Phase::kProfile, now);
     }
+  }
+
+  // Whether the device's opportunistic jobs used the level over the
+  // measurement just made: their GPU time at least half of what the level
+  // allows them (harvest times the measurement's span). Where none has
+  // ever reported GPU time (its launches untracked: no events), launches
+  // since the measurement began count as use, as before this rule.
+  bool opportunistic_used(const std::vector<ComputeJobInput>& jobs) const {
+    std::uint64_t since = change_ns_ + t_.settle_ns;
+    std::uint64_t busy = 0, launches = 0, span = 0;
+    bool ever_timed = false;
+    for (const ComputeJobInput& job : jobs) {
+      if (job.qos != kQosOpportunistic) continue;
+      const Track& track = tracks_.at(job.id);
+      const Sample& first = track.from(since);
+      const Sample& last = track.samples.back();
+      if (last.busy > 0) ever_timed = true;
+      busy += last.busy - first.busy;
+      launches += last.launches - first.launches;
+      span = std::max(span, last.now - first.now);
+    }
+    if (!ever_timed) return launches > 0;
+    if (span == 0) return false;
+    return static_cast<double>(busy) >= kUsedOfLevel * harvest_ * static_cast<double>(span);
   }
 
   // The harvest's part for one opportunistic job, by weight among those
