@@ -305,22 +305,67 @@ TEST_CASE("a production job publishes its queue's tail and span at the clearing 
 TEST_CASE("a follower's room beside a busy producer follows its queue's tail", "[coord][yield]") {
   constexpr std::uint64_t kMs = 1'000'000;
   // Nothing measured yet: the caller's default.
-  CHECK(yield_busy_room(0, 0, 0) == kBusyRoomUnknown);
+  CHECK(yield_busy_room(0, 0, 0, kMarkElapsedUnknown, 0) == kBusyRoomUnknown);
   // A framework's pace (ResNet-50 beside a long host phase): no tail in a
   // 34-ms mark, an 80-ms gap: the whole room; a 1-ms tail, a little less.
-  CHECK(yield_busy_room(0, 34 * kMs, 80 * kMs) == kBusyRoomMaxNs);
-  std::uint64_t short_tail = yield_busy_room(1 * kMs, 34 * kMs, 80 * kMs);
+  CHECK(yield_busy_room(0, 34 * kMs, 80 * kMs, kMarkElapsedUnknown, 0) == kBusyRoomMaxNs);
+  std::uint64_t short_tail = yield_busy_room(1 * kMs, 34 * kMs, 80 * kMs, kMarkElapsedUnknown, 0);
   CHECK(short_tail < kBusyRoomMaxNs);
   CHECK(short_tail > kBusyRoomMaxNs * 9 / 10);
   // ... but never above a fiftieth of the step (span plus gap).
-  CHECK(yield_busy_room(0, 10 * kMs, 5 * kMs) == 15 * kMs / 50);
+  CHECK(yield_busy_room(0, 10 * kMs, 5 * kMs, kMarkElapsedUnknown, 0) == 15 * kMs / 50);
   // A GPU-bound job (ten 1.4-ms products queued at once): the call waits
   // for nearly all of its mark; nothing beside it.
-  CHECK(yield_busy_room(13 * kMs, 14 * kMs, 15 * kMs) == 0);
-  CHECK(yield_busy_room(7 * kMs, 14 * kMs, 15 * kMs) == 0);
+  CHECK(yield_busy_room(13 * kMs, 14 * kMs, 15 * kMs, kMarkElapsedUnknown, 0) == 0);
+  CHECK(yield_busy_room(7 * kMs, 14 * kMs, 15 * kMs, kMarkElapsedUnknown, 0) == 0);
   // In between, less room as the tail grows.
-  std::uint64_t quarter = yield_busy_room(25 * kMs / 4, 25 * kMs, 100 * kMs);
+  std::uint64_t quarter = yield_busy_room(25 * kMs / 4, 25 * kMs, 100 * kMs, kMarkElapsedUnknown, 0);
   CHECK(quarter == kBusyRoomMaxNs / 2);
+}
+
+TEST_CASE("a follower queues nothing beside a producer late in its mark", "[coord][yield]") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  // GPT-2's stand-in: a 37-ms mark with a 1-ms tail, a 25-ms gap. Early
+  // in the mark its remaining launches' idle moments absorb a batch: the
+  // room is the fiftieth of its step.
+  std::uint64_t early = yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, 2 * kMs, 0);
+  CHECK(early == yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, kMarkElapsedUnknown, 0));
+  CHECK(early > 1 * kMs);
+  // Late in it: nothing, once less than kBusyRoomLateFactor times the
+  // room and a batch's cost is left before its tail.
+  double need = kBusyRoomLateFactor * static_cast<double>(early + kBusyBatchCostNs);
+  auto at = [&](double left_ns) {
+    return yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs,
+                           static_cast<std::uint64_t>(36 * kMs - left_ns), 0);
+  };
+  CHECK(at(need + 0.1 * kMs) == early);
+  CHECK(at(need - 0.1 * kMs) == 0);
+  CHECK(yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, 40 * kMs, 0) == 0);  // overdue
+  // A mark predicted longer than the smoothed span (a pattern's long
+  // step) keeps its room for longer.
+  CHECK(yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, 30 * kMs, 0) == 0);
+  CHECK(yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, 30 * kMs, 47 * kMs) == early);
+}
+
+TEST_CASE("a follower predicts a producer's mark from the pattern of its last marks",
+          "[coord][yield]") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  // ResNet's stand-in repeats marks of 26, 28 and 47 ms: the next is the
+  // one three back. recent[0] is the last mark.
+  std::uint64_t three[] = {47 * kMs, 28 * kMs, 26 * kMs, 47 * kMs,
+                           28 * kMs, 26 * kMs, 47 * kMs, 28 * kMs};
+  CHECK(yield_predict_span(three, 8) == 26 * kMs);
+  // Alternating marks: two back.
+  std::uint64_t two[] = {10 * kMs, 30 * kMs, 10 * kMs, 30 * kMs,
+                         10 * kMs, 30 * kMs, 10 * kMs, 30 * kMs};
+  CHECK(yield_predict_span(two, 8) == 30 * kMs);
+  // Even marks with a little noise: no pattern, the smoothed span serves.
+  std::uint64_t even[] = {37 * kMs, 38 * kMs, 36 * kMs, 37 * kMs,
+                          38 * kMs, 37 * kMs, 36 * kMs, 38 * kMs};
+  CHECK(yield_predict_span(even, 8) == 0);
+  // Too few seen (marks the follower slept through): none.
+  std::uint64_t sparse[] = {47 * kMs, 0, 0, 47 * kMs, 0, 0, 0, 0};
+  CHECK(yield_predict_span(sparse, 8) == 0);
 }
 
 TEST_CASE("opportunistic jobs take turns at production's gaps by the shared clock",

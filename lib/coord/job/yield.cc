@@ -1,5 +1,6 @@
 #include "coord/job/yield.h"
 
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,8 +39,49 @@ struct Seen {
   // busy (0: it is not): a page that always says "back soon" but never is
   // holds nobody longer than kYieldHoldMaxNs.
   std::atomic<std::uint64_t> gap_since_ns;
+  // The spans of its last marks seen finished, by mark number modulo
+  // kSpansKept (the number kept beside each: a slot holds another mark's
+  // span once overwritten): what this mark's span is predicted from
+  // (yield_predict_span). Seen by this process, so the page's layout is
+  // unchanged; a mark it did not see finish is simply missing.
+  std::atomic<std::uint64_t> span_mark[kSpansKept];
+  std::atomic<std::uint64_t> span_ns[kSpansKept];
 };
 constinit Seen g_seen[kYieldSlots] = {};
+
+// Notes the span of the followed job's last mark when it has finished
+// (cleared after it was set) and is not noted yet. Loads only, and two
+// stores once per mark.
+void note_span(int slot) {
+  const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
+  if (page == nullptr) return;
+  std::uint64_t marks = page->marks.load(std::memory_order_acquire);
+  std::uint64_t marked = page->marked_ns.load(std::memory_order_relaxed);
+  std::uint64_t cleared = page->cleared_ns.load(std::memory_order_relaxed);
+  if (marks == 0 || marked == 0 || cleared <= marked) return;  // in progress, or none yet
+  if (page->marks.load(std::memory_order_acquire) != marks) return;  // a new mark meanwhile
+  Seen& seen = g_seen[slot];
+  int index = static_cast<int>(marks % kSpansKept);
+  if (seen.span_mark[index].load(std::memory_order_relaxed) == marks) return;
+  seen.span_ns[index].store(cleared - marked, std::memory_order_relaxed);
+  seen.span_mark[index].store(marks, std::memory_order_relaxed);
+}
+
+// The span predicted for the followed job's mark in progress (0: none):
+// from the spans of the marks before it that this process saw finish.
+std::uint64_t this_span(int slot, const YieldPage* page) {
+  std::uint64_t marks = page->marks.load(std::memory_order_relaxed);
+  std::uint64_t recent[kSpansKept] = {};
+  const Seen& seen = g_seen[slot];
+  for (std::uint64_t back = 1; back <= kSpansKept && back < marks + 1; ++back) {
+    std::uint64_t mark = marks - back;
+    int index = static_cast<int>(mark % kSpansKept);
+    if (mark != 0 && seen.span_mark[index].load(std::memory_order_relaxed) == mark) {
+      recent[back - 1] = seen.span_ns[index].load(std::memory_order_relaxed);
+    }
+  }
+  return yield_predict_span(recent, static_cast<int>(kSpansKept));
+}
 
 // The line being received (the client thread's only).
 struct Stream {
@@ -248,18 +290,63 @@ const std::atomic<std::uint32_t>* yield_busy_word(std::uint64_t mask, std::uint6
   return nullptr;
 }
 
-std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns,
-                              std::uint64_t gap_ns) {
+std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns, std::uint64_t gap_ns,
+                              std::uint64_t elapsed_ns, std::uint64_t this_span_ns) {
   if (span_ns == 0) return kBusyRoomUnknown;
   double deep = static_cast<double>(tail_ns) / static_cast<double>(span_ns);
   if (deep >= kBusyRoomDeepTail) return 0;
   double room = static_cast<double>(kBusyRoomMaxNs) * (1 - deep / kBusyRoomDeepTail);
   double step = static_cast<double>(span_ns + gap_ns) * kBusyRoomStepShare;
-  return static_cast<std::uint64_t>(room < step ? room : step);
+  if (step < room) room = step;
+  if (elapsed_ns != kMarkElapsedUnknown) {
+    // Late in the mark: what production's remaining launches leave idle
+    // can no longer absorb a batch, and its synchronisation would wait.
+    double expected = static_cast<double>(this_span_ns != 0 ? this_span_ns : span_ns);
+    double left = expected - static_cast<double>(tail_ns) - static_cast<double>(elapsed_ns);
+    if (left < kBusyRoomLateFactor * (room + static_cast<double>(kBusyBatchCostNs))) return 0;
+  }
+  return static_cast<std::uint64_t>(room);
+}
+
+std::uint64_t yield_predict_span(const std::uint64_t* recent, int count) {
+  // Differences between marks `lag` apart, relative; the least lag whose
+  // difference is the least (within a quarter) names the pattern, if it
+  // is clearly closer than at a lag of one.
+  constexpr int kMaxLag = 4;
+  constexpr int kMinPairs = 3;
+  double difference[kMaxLag + 1] = {};
+  bool judged[kMaxLag + 1] = {};
+  double least = -1;
+  for (int lag = 1; lag <= kMaxLag; ++lag) {
+    double sum = 0;
+    int pairs = 0;
+    for (int k = 0; k + lag < count; ++k) {
+      if (recent[k] == 0 || recent[k + lag] == 0) continue;
+      double a = static_cast<double>(recent[k]), b = static_cast<double>(recent[k + lag]);
+      sum += (a > b ? a - b : b - a) / (a + b);
+      ++pairs;
+    }
+    if (pairs < kMinPairs) continue;
+    judged[lag] = true;
+    difference[lag] = sum / pairs;
+    if (least < 0 || difference[lag] < least) least = difference[lag];
+  }
+  // Marks within 10% of each other are even enough for the smoothed span.
+  constexpr double kUnevenMarks = 0.05;  // |a - b| / (a + b)
+  if (!judged[1] || least < 0 || difference[1] < kUnevenMarks || least > 0.5 * difference[1]) {
+    return 0;
+  }
+  for (int lag = 2; lag <= kMaxLag; ++lag) {
+    if (judged[lag] && difference[lag] <= 1.25 * least + 1e-12) return recent[lag - 1];
+  }
+  return 0;
 }
 
 YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
   constexpr std::uint64_t kMaxRetryNs = 1'000'000;
+  for (int slot = 0; slot < kYieldSlots && (mask >> slot) != 0; ++slot) {
+    if ((mask >> slot) & 1) note_span(slot);
+  }
   YieldGrant grant;
   grant.busy = yield_busy_word(mask, now_ns);
   if (grant.busy != nullptr) {
@@ -269,9 +356,13 @@ YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {
       if ((mask & 1) == 0) continue;
       const YieldPage* page = g_slots[slot].load(std::memory_order_acquire);
       if (page == nullptr || page->busy.load(std::memory_order_relaxed) == 0) continue;
-      std::uint64_t room = yield_busy_room(page->tail_ns.load(std::memory_order_relaxed),
-                                           page->span_ns.load(std::memory_order_relaxed),
-                                           page->gap_ns.load(std::memory_order_relaxed));
+      std::uint64_t marked = page->marked_ns.load(std::memory_order_relaxed);
+      std::uint64_t elapsed =
+          marked != 0 && now_ns >= marked ? now_ns - marked : kMarkElapsedUnknown;
+      std::uint64_t room = yield_busy_room(
+          page->tail_ns.load(std::memory_order_relaxed),
+          page->span_ns.load(std::memory_order_relaxed),
+          page->gap_ns.load(std::memory_order_relaxed), elapsed, this_span(slot, page));
       if (room < grant.busy_room_ns) grant.busy_room_ns = room;
     }
     return grant;
