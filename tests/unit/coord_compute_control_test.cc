@@ -214,6 +214,13 @@ TEST_CASE("compute control holds opportunistic jobs while it profiles a new prod
   auto controller = make_device_controller(ComputePolicy::kGpushare);
   device.run(*controller);
   device.run(*controller);
+  // Its set-up (the first 500 ms): not measured, so the opportunistic job
+  // keeps its gaps, at the floor's level beside it.
+  CHECK(controller->status().phase == "profile");
+  CHECK(device.opp_limits[0].launch_budget == kNoLimit);
+  CHECK(device.opp_limits[0].compute_cap_ppm == static_cast<std::uint64_t>(1e6 / 256));
+  // Then its solo speed is measured with the opportunistic job held.
+  for (int i = 0; i < 20; ++i) device.run(*controller);
   CHECK(controller->status().phase == "profile");
   CHECK(device.opp_limits[0].launch_budget == 0);
   CHECK(device.opp_limits[0].max_queued == 1);
