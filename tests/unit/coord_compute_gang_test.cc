@@ -215,3 +215,69 @@ TEST_CASE("gang: the level is each GPU's, not split across the group's GPUs") {
   // And the gang keeps its speed within the target (and the fake's noise).
   CHECK(1 - (1000.0 / gang.period()) / gang.solo() <= 0.05);
 }
+
+// Which rank the others wait for: two ranks meet at one all-reduce per
+// 25-ms step; rank 0 computes 20 ms, rank 1 10 ms, the transfer takes 1 ms.
+// Rank 1's collective spins 10 ms waiting, then transfers: 11 ms; rank 0's
+// is the transfer alone.
+TEST_CASE("gang_wait names the rank with the least collective time") {
+  std::vector<RankSpan> ranks = {{1.0, 40}, {11.0, 40}};
+  GangWait w = gang_wait(ranks);
+  CHECK(w.waited_for == 0);
+  CHECK(w.wait_ms[0] == Approx(0));
+  CHECK(w.wait_ms[1] == Approx(10));
+  CHECK(w.wait_share[1] == Approx(0.4));  // 10 ms of every 25
+  CHECK_FALSE(w.waits[0]);
+  CHECK(w.waits[1]);
+  // kWaitHarvest of the wait: 0.3 of the GPU beside rank 1, none beside rank 0.
+  CHECK(wait_harvest_ppm(w.wait_share[1]) == 300'000);
+  CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
+}
+
+TEST_CASE("gang_wait names nobody for balanced ranks, noise, or an unmeasured rank") {
+  // Balanced: spans within noise of each other.
+  GangWait balanced = gang_wait({{1.00, 40}, {1.05, 40}, {1.02, 40}});
+  CHECK(balanced.waited_for == -1);
+  CHECK(std::none_of(balanced.waits.begin(), balanced.waits.end(), [](bool b) { return b; }));
+  // A wait of 0.5 ms in a 1-s step is above kMinWaitMs but no share to use.
+  GangWait slow = gang_wait({{1.0, 1}, {1.5, 1}});
+  CHECK(slow.waited_for == -1);
+  // A rank not measured yet: nothing is known.
+  GangWait unknown = gang_wait({{1.0, 40}, {-1, 0}});
+  CHECK(unknown.waited_for == -1);
+  CHECK(unknown.wait_ms[0] == -1);
+  CHECK(gang_wait({{1.0, 40}}).waited_for == -1);  // one rank is no gang
+}
+
+TEST_CASE("gang_wait with four ranks: two slow ones do not wait, the fast ones do") {
+  GangWait w = gang_wait({{6.0, 40}, {1.0, 40}, {1.1, 40}, {8.0, 40}});
+  CHECK(w.waited_for == 1);
+  CHECK_FALSE(w.waits[1]);
+  CHECK_FALSE(w.waits[2]);  // 0.1 ms: as slow as the slowest, within noise
+  CHECK(w.waits[0]);
+  CHECK(w.waits[3]);
+  CHECK(w.wait_share[3] == Approx(0.28));
+}
+
+TEST_CASE("SpanMeter measures each window's mean span and forgets a stopped rank") {
+  SpanMeter meter;
+  meter.sample(0, 0, 0);
+  CHECK(meter.span().span_ms < 0);
+  // 20 collectives of 11 ms each over 500 ms.
+  meter.sample(250 * kMs, 110 * kMs, 10);
+  CHECK(meter.span().span_ms < 0);  // the window is not over
+  meter.sample(500 * kMs, 220 * kMs, 20);
+  CHECK(meter.span().span_ms == Approx(11));
+  CHECK(meter.span().collectives_per_s == Approx(40));
+  // The next window: 20 more of 1 ms each.
+  meter.sample(1000 * kMs, 240 * kMs, 40);
+  CHECK(meter.span().span_ms == Approx(1));
+  // Counters going back (another process, or a lie): start again.
+  meter.sample(1100 * kMs, 5 * kMs, 2);
+  CHECK(meter.span().span_ms < 0);
+  meter.sample(1600 * kMs, 5 * kMs + 30 * kMs, 12);
+  CHECK(meter.span().span_ms == Approx(3));
+  // No collective for kSpanForgetNs: unmeasured.
+  meter.sample(1600 * kMs + kSpanForgetNs, 5 * kMs + 30 * kMs, 12);
+  CHECK(meter.span().span_ms < 0);
+}

@@ -11,7 +11,7 @@ using namespace gpushare::coord;
 namespace {
 
 const char* kRegister =
-    R"({"kind":"register","version":1,"protocol":1,"layout_version":9,"name":"train",)"
+    R"({"kind":"register","version":1,"protocol":1,"layout_version":10,"name":"train",)"
     R"("qos":"opportunistic","devices":[{"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",)"
     R"("mem_total_bytes":17179869184,"requested_limit_bytes":4294967296,"mem_limit_bytes":1073741824}]})";
 
@@ -135,7 +135,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
       "unsupported protocol 2 (this coordinator speaks 1)");
   CHECK(
       error_of(
-          R"({"kind":"register","version":1,"layout_version":99,"name":"a","qos":"production","devices":[]})") ==
+          R"({"kind":"register","version":1,"layout_version":109,"name":"a","qos":"production","devices":[]})") ==
       "unsupported control block layout 99 (this coordinator has " + std::to_string(kLayoutVersion) + ")");
 }
 

@@ -81,4 +81,60 @@ std::map<std::string, std::string> control_groups(const std::vector<GangProcess>
   return key;
 }
 
+void SpanMeter::sample(std::uint64_t now_ns, std::uint64_t collective_ns,
+                       std::uint64_t collectives) {
+  if (!started_ || collectives < start_count_ || collective_ns < start_sum_) {
+    started_ = true;
+    start_ns_ = moved_ns_ = now_ns;
+    start_sum_ = collective_ns;
+    start_count_ = last_count_ = collectives;
+    span_ = {};
+    return;
+  }
+  if (collectives != last_count_) {
+    last_count_ = collectives;
+    moved_ns_ = now_ns;
+  } else if (now_ns - moved_ns_ >= kSpanForgetNs) {
+    span_ = {};  // stopped meeting the others (or stopped): forget
+  }
+  std::uint64_t count = collectives - start_count_;
+  std::uint64_t elapsed = now_ns - start_ns_;
+  if (elapsed < kSpanWindowNs || count < kSpanMinCollectives) return;
+  span_.span_ms = static_cast<double>(collective_ns - start_sum_) / 1e6 / static_cast<double>(count);
+  span_.collectives_per_s = static_cast<double>(count) * 1e9 / static_cast<double>(elapsed);
+  start_ns_ = now_ns;
+  start_sum_ = collective_ns;
+  start_count_ = collectives;
+}
+
+GangWait gang_wait(const std::vector<RankSpan>& ranks) {
+  GangWait out;
+  out.wait_ms.assign(ranks.size(), -1);
+  out.wait_share.assign(ranks.size(), -1);
+  out.waits.assign(ranks.size(), false);
+  if (ranks.size() < 2) return out;
+  int least = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].span_ms < 0 || ranks[i].collectives_per_s <= 0) return out;
+    if (ranks[i].span_ms < ranks[static_cast<std::size_t>(least)].span_ms) {
+      least = static_cast<int>(i);
+    }
+  }
+  double floor = ranks[static_cast<std::size_t>(least)].span_ms;
+  bool any = false;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    out.wait_ms[i] = ranks[i].span_ms - floor;
+    out.wait_share[i] = std::min(1.0, out.wait_ms[i] * ranks[i].collectives_per_s / 1000);
+    out.waits[i] = out.wait_ms[i] >= kMinWaitMs && out.wait_share[i] >= kMinWaitShare;
+    any = any || out.waits[i];
+  }
+  if (any) out.waited_for = least;
+  return out;
+}
+
+std::uint64_t wait_harvest_ppm(double wait_share) {
+  if (!(wait_share >= kMinWaitShare)) return 0;
+  return static_cast<std::uint64_t>(std::min(1.0, wait_share) * kWaitHarvest * 1e6);
+}
+
 }  // namespace gpushare::coord::server

@@ -24,14 +24,18 @@
 // opportunistic job gets on its own GPU (split by weight among the jobs of
 // that GPU only: compute_control.h, ComputeJobInput::share_group).
 //
-// Which rank the others wait for is not named yet: the group's controller
-// protects every rank, since any may be the slow one. Naming it needs each
-// rank's GPU time in its collectives (a waiting rank's collective kernel
-// spins from its start until the slowest rank's starts; the slowest
-// rank's runs for the transfer alone), which the interposer does not
-// measure: docs/compute-sharing.md, "Production jobs on several GPUs",
-// says how it would on the simulator and with NCCL, and what a gang gets
-// without it.
+// Which rank the others wait for. Each rank's interposer times its
+// collective kernels (interpose/compute/collective.h; control_block.h,
+// "Collectives"): a waiting rank's collective spins from its start until
+// the slowest rank's starts, the slowest rank's runs for the transfer
+// alone, so over a window each rank's mean span less the least of them is
+// how long it waits per collective, and the rank with the least is the
+// one the others wait for (gang_wait). A rank whose wait is a real part of
+// its time has slack: an opportunistic job beside it may use its GPU for
+// part of that time without slowing the step (the loop's use of it:
+// compute_loop.cc, harvest_waits); the rank they wait for is protected as
+// before. The host cannot see the wait: every rank's synchronisation
+// returns when the collective ends.
 //
 // Pure: the loop (compute_loop.cc) reads the registry and passes plain
 // values; tests/unit/coord_compute_gang_test.cc covers it.
@@ -72,5 +76,61 @@ std::vector<Gang> find_gangs(const std::vector<GangProcess>& processes);
 /// key is their sorted UUIDs joined by '+'.
 std::map<std::string, std::string> control_groups(const std::vector<GangProcess>& processes,
                                                   const std::vector<Gang>& gangs);
+
+/// A rank's collectives over the last window: its mean span and how many
+/// it ran per second. span_ms < 0: not measured (too few collectives).
+struct RankSpan {
+  double span_ms = -1;
+  double collectives_per_s = 0;
+};
+
+/// Measures one rank's spans from its cumulative telemetry counters
+/// (collective_ns, collectives; summed over its GPUs): a window closes
+/// after kSpanWindowNs with kSpanMinCollectives at least; counters that go
+/// back (a new process behind the key, or a lie) start it again, and a
+/// rank with no collective for kSpanForgetNs is unmeasured.
+inline constexpr std::uint64_t kSpanWindowNs = 500'000'000;
+inline constexpr std::uint64_t kSpanMinCollectives = 3;
+inline constexpr std::uint64_t kSpanForgetNs = 2'000'000'000;
+class SpanMeter {
+ public:
+  void sample(std::uint64_t now_ns, std::uint64_t collective_ns, std::uint64_t collectives);
+  RankSpan span() const { return span_; }
+
+ private:
+  bool started_ = false;
+  std::uint64_t start_ns_ = 0, start_sum_ = 0, start_count_ = 0;
+  std::uint64_t moved_ns_ = 0, last_count_ = 0;
+  RankSpan span_;
+};
+
+/// Which rank of a gang the others wait for, from the ranks' spans (in
+/// the gang's order).
+/// - wait_ms[i]: rank i's mean span less the least (ms per collective);
+/// - wait_share[i]: the part of wall time rank i spends waiting
+///   (wait_ms x its collectives per second);
+/// - waits[i]: rank i waits: its wait is at least kMinWaitMs and
+///   kMinWaitShare of its time (below, noise, or a wait nothing can use);
+/// - waited_for: the index of the least span when some rank waits, -1
+///   when none does or a rank is not measured (then every value is -1 or
+///   false: nothing is known).
+inline constexpr double kMinWaitMs = 0.2;
+inline constexpr double kMinWaitShare = 0.05;
+struct GangWait {
+  int waited_for = -1;
+  std::vector<double> wait_ms;
+  std::vector<double> wait_share;
+  std::vector<bool> waits;
+};
+GangWait gang_wait(const std::vector<RankSpan>& ranks);
+
+/// The GPU-time cap (ppm of wall time) an opportunistic job beside a rank
+/// that waits `wait_share` of its time may use anywhere in the rank's step
+/// (it then follows no busy mark of that rank): kWaitHarvest of the wait,
+/// so that even if all of it lands on the rank's own kernels, the rank
+/// still reaches the collective before the one it waits for. 0 when the
+/// rank does not wait (the loop's usual limits hold).
+inline constexpr double kWaitHarvest = 0.75;
+std::uint64_t wait_harvest_ppm(double wait_share);
 
 }  // namespace gpushare::coord::server
