@@ -9,7 +9,10 @@
 // stops counting at once, before its socket even closes.
 //
 // A production job on several GPUs (gang.h): its GPUs share one
-// controller, which judges the job by its step rate.
+// controller, which judges the job by its step rate. The loop also
+// measures each rank's time in its collectives, names the rank the others
+// wait for, and lets the opportunistic jobs beside a rank that waits use
+// part of that wait (measure_gangs, harvest_waits in compute_loop.cc).
 //
 // The yield signal (compute_yield.h): each tick the loop samples every
 // production job's busy mark, sends production jobs' yield pages to the
@@ -51,7 +54,8 @@ class ComputeLoop {
   void sample_yield(Registry& registry, std::uint64_t now_ns);
   std::map<std::string, std::string> gang_groups(Registry& registry);
   void plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
-                  const std::vector<bool>& live);
+                  const std::vector<bool>& live, std::uint64_t unfollowed);
+  void measure_gangs(Registry& registry, std::uint64_t now_ns);
 
   ComputePolicy policy_;
   YieldSender yield_sender_;
@@ -60,6 +64,14 @@ class ComputeLoop {
   std::map<std::uint64_t, Process*> jobs_;            // this tick's, by process key
   std::map<std::uint64_t, Activity> activity_;
   std::vector<Gang> gangs_;  // this tick's production jobs on several GPUs
+  std::map<std::uint64_t, SpanMeter> spans_;  // by process key: ranks' collectives
+  // This tick's GPUs whose one production process is a rank that waits for
+  // the others: the rank's key and the part of its time it waits.
+  struct Waiting {
+    std::uint64_t rank = 0;
+    double wait_share = 0;
+  };
+  std::map<std::string, Waiting> waiting_;
   // By control group: a GPU's UUID, or a gang's GPUs' (gang.h).
   std::map<std::string, std::unique_ptr<DeviceController>> devices_;
 };

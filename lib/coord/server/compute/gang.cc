@@ -132,9 +132,11 @@ GangWait gang_wait(const std::vector<RankSpan>& ranks) {
   return out;
 }
 
-std::uint64_t wait_harvest_ppm(double wait_share) {
+std::uint64_t wait_harvest_ppm(double wait_share, double gap_share) {
   if (!(wait_share >= kMinWaitShare)) return 0;
-  return static_cast<std::uint64_t>(std::min(1.0, wait_share) * kWaitHarvest * 1e6);
+  double gaps = gap_share > 0 ? std::min(1.0, gap_share) : 0;
+  return static_cast<std::uint64_t>(std::min(1.0, std::min(1.0, wait_share) * kWaitHarvest + gaps) *
+                                    1e6);
 }
 
 }  // namespace gpushare::coord::server

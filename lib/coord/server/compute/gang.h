@@ -115,7 +115,7 @@ class SpanMeter {
 ///   when none does or a rank is not measured (then every value is -1 or
 ///   false: nothing is known).
 inline constexpr double kMinWaitMs = 0.2;
-inline constexpr double kMinWaitShare = 0.05;
+inline constexpr double kMinWaitShare = 0.15;
 struct GangWait {
   int waited_for = -1;
   std::vector<double> wait_ms;
@@ -124,13 +124,16 @@ struct GangWait {
 };
 GangWait gang_wait(const std::vector<RankSpan>& ranks);
 
-/// The GPU-time cap (ppm of wall time) an opportunistic job beside a rank
-/// that waits `wait_share` of its time may use anywhere in the rank's step
-/// (it then follows no busy mark of that rank): kWaitHarvest of the wait,
-/// so that even if all of it lands on the rank's own kernels, the rank
-/// still reaches the collective before the one it waits for. 0 when the
-/// rank does not wait (the loop's usual limits hold).
-inline constexpr double kWaitHarvest = 0.75;
-std::uint64_t wait_harvest_ppm(double wait_share);
+/// The GPU-time cap (ppm of wall time) the opportunistic jobs beside a
+/// rank that waits `wait_share` of its time, and is idle `gap_share` of it,
+/// may use anywhere in the rank's step (they then follow no busy mark of
+/// that rank): the gaps, which they had already, and kWaitHarvest of the
+/// wait, so that even if all of it lands on the rank's own kernels the rank
+/// still reaches the collective before the one it waits for (half: a
+/// rank's wait varies from step to step around its mean). 0 when the rank
+/// does not wait (the loop's usual limits hold). The loop's level still
+/// bounds it (compute_loop.cc).
+inline constexpr double kWaitHarvest = 0.5;
+std::uint64_t wait_harvest_ppm(double wait_share, double gap_share = 0);
 
 }  // namespace gpushare::coord::server
