@@ -229,13 +229,19 @@ TEST_CASE("gang: gang_wait names the rank with the least collective time") {
   CHECK(w.wait_share[1] == Approx(0.4));  // 10 ms of every 25
   CHECK_FALSE(w.waits[0]);
   CHECK(w.waits[1]);
-  // kWaitHarvest of the wait: 0.2 of the GPU beside rank 1, none beside rank 0.
-  CHECK(wait_harvest_ppm(w.wait_share[1]) == 200'000);
+  // kWaitHarvest of the wait: 0.4 of the GPU beside rank 1, none beside rank 0.
+  CHECK(wait_harvest_ppm(w.wait_share[1]) == 400'000);
   CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
   // With its gaps (4 ms of 25: 0.16), which the job beside it had already.
-  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16) == 360'000);
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16) == 560'000);
   CHECK(wait_harvest_ppm(w.wait_share[0], 0.16) == 0);  // no wait: the usual limits
   CHECK(wait_harvest_ppm(1.0, 0.9) == 1'000'000);
+  // The loop's level bounds the wait's part, not the gaps': a level of
+  // 0.05 leaves 0.16 + 0.05.
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 50'000) == 210'000);
+  // Two jobs beside the rank: each half of the gaps and of the wait's part.
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 2) == 280'000);
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 0) == 0);
 }
 
 TEST_CASE("gang: gang_wait names nobody for balanced ranks, noise, or an unmeasured rank") {
@@ -294,4 +300,25 @@ TEST_CASE("gang: a rank's wait from the host's jitter alone is no wait to harves
   CHECK(w.wait_ms[0] == Approx(1.77));
   CHECK_FALSE(w.waits[0]);
   CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
+}
+
+TEST_CASE("gang: harvest_wait starts on a wait, holds while what it takes shortens it, ends when "
+          "the rank no longer waits") {
+  // Rank 1 waits 8 ms of a 24-ms step: the harvest starts, sized by 1/3.
+  GangWait before = gang_wait({{0.3, 41}, {8.3, 41}});
+  std::optional<double> h = harvest_wait(std::nullopt, before, 1);
+  REQUIRE(h);
+  CHECK(*h == Approx(8.0 * 41 / 1000));
+  CHECK_FALSE(harvest_wait(std::nullopt, before, 0));  // the rank waited for
+  // What the job beside it takes leaves 1.7 ms: below kMinWaitShare, yet
+  // the harvest holds, sized as it started.
+  GangWait during = gang_wait({{0.3, 41}, {2.0, 41}});
+  CHECK(during.waited_for == -1);
+  REQUIRE(harvest_wait(h, during, 1));
+  CHECK(*harvest_wait(h, during, 1) == Approx(*h));
+  // Taken too far: rank 1 is now the slow one, or waits no more.
+  CHECK_FALSE(harvest_wait(h, gang_wait({{1.5, 41}, {0.3, 41}}), 1));
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {0.4, 41}}), 1));
+  // A rank not measured: no harvest.
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {-1, 0}}), 1));
 }

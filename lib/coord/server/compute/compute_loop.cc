@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -120,6 +121,7 @@ std::map<std::string, std::string> ComputeLoop::gang_groups(Registry& registry) 
 // policy (ls and show say it); waiting_ only under gpushare's.
 void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
   std::map<std::uint64_t, SpanMeter> spans;
+  std::map<std::uint64_t, double> harvests;
   waiting_.clear();
   registry.for_each_process([&](Process& job) {
     job.collective_ms = job.collective_wait_ms = -1;
@@ -145,12 +147,24 @@ void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
       processes.push_back(rank);
     }
     GangWait wait = gang_wait(ranks);
+    std::vector<std::optional<double>> harvest(processes.size());
+    bool any_harvest = false;
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      std::optional<double> was;
+      if (auto h = harvests_.find(processes[i]->key); h != harvests_.end()) was = h->second;
+      harvest[i] = harvest_wait(was, wait, i);
+      if (harvest[i]) harvests[processes[i]->key] = *harvest[i];
+      any_harvest = any_harvest || harvest[i].has_value();
+    }
+    // While a rank's wait is used it may look too short to count; the
+    // rank with the least time is still the one the others wait for.
+    int waited_for = wait.waited_for >= 0 ? wait.waited_for : (any_harvest ? wait.least : -1);
     for (std::size_t i = 0; i < processes.size(); ++i) {
       Process& rank = *processes[i];
       rank.collective_ms = ranks[i].span_ms;
       rank.collective_wait_ms = wait.wait_ms[i];
-      rank.waited_for = wait.waited_for == static_cast<int>(i);
-      if (!wait.waits[i] || policy_ != ComputePolicy::kGpushare) continue;
+      rank.waited_for = waited_for == static_cast<int>(i);
+      if (!harvest[i] || policy_ != ComputePolicy::kGpushare) continue;
       // Its GPU: the one it holds memory on (a rank uses one).
       const TelemetryPage& t = rank.block->telemetry();
       std::vector<std::string> used;
@@ -159,10 +173,11 @@ void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
           used.push_back(rank.devices[d].uuid);
         }
       }
-      if (used.size() == 1) waiting_[used[0]] = {rank.key, wait.wait_share[i]};
+      if (used.size() == 1) waiting_[used[0]] = {rank.key, *harvest[i]};
     }
   }
   spans_ = std::move(spans);
+  harvests_ = std::move(harvests);
 }
 
 void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
@@ -246,14 +261,15 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
     // opportunistic jobs may use part of its wait: they follow none of
     // its marks, so their kernels may run beside the rank's own, under a
     // GPU-time cap of its gaps and kWaitHarvest of its wait (gang.h,
-    // wait_harvest_ppm) split among them, and never above the level's own
-    // cap: a gang that slows has the level cut, and this with it. Only on
-    // a GPU where that rank is the only production process, outside
-    // profiling and a held level. The rank the others wait for, and every
-    // rank while nothing is measured, are protected as before: their
-    // marks are followed.
+    // wait_harvest_ppm) split among them, the wait's part never above the
+    // level's own cap: a gang that slows has the level cut, and this with
+    // it. Only on a GPU where that rank is the only production process,
+    // outside profiling and a held level. The rank the others wait for,
+    // and every rank while nothing is measured, are protected as before:
+    // their marks are followed.
     std::map<std::string, std::uint64_t> unfollowed;  // GPU -> the waiting rank
-    std::map<std::string, std::uint64_t> harvest_ppm;  // GPU -> each job's cap
+    std::map<std::string, std::uint64_t> beside;      // GPU -> its live opportunistic jobs
+    std::map<std::string, double> gaps;               // GPU -> the rank's idle share
     for (const std::string& uuid : gpus) {
       auto w = waiting_.find(uuid);
       if (w == waiting_.end() || status.phase == "free" || status.phase == "profile") continue;
@@ -270,18 +286,16 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       }
       if (production != 1 || !rank_here || opportunistic == 0) continue;
       unfollowed[uuid] = w->second.rank;
+      beside[uuid] = opportunistic;
       auto rank = jobs_.find(w->second.rank);
-      double gaps = rank != jobs_.end() ? rank->second->block->yield_gap_share() : 0;
-      harvest_ppm[uuid] = std::max<std::uint64_t>(
-          1, wait_harvest_ppm(w->second.wait_share, gaps) / opportunistic);
+      gaps[uuid] = rank != jobs_.end() ? rank->second->block->yield_gap_share() : 0;
     }
     std::set<std::string> harvesting;  // GPUs whose jobs took the wait's cap
     for (const Member& m : members) {
       auto d = decided.find(m.job);
       if (d == decided.end()) continue;
       const std::string& uuid = m.job->devices[m.device].uuid;
-      auto h = harvest_ppm.find(uuid);
-      if (h == harvest_ppm.end() || m.job->block->qos() != kQosOpportunistic) continue;
+      if (unfollowed.count(uuid) == 0 || m.job->block->qos() != kQosOpportunistic) continue;
       if (d->second->limits.launch_budget == kNoLimit) harvesting.insert(uuid);
     }
     for (const Member& m : members) {
@@ -297,7 +311,9 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       const std::string& uuid = m.job->devices[m.device].uuid;
       if (harvesting.count(uuid) != 0 && m.job->block->qos() == kQosOpportunistic &&
           out.limits.launch_budget == kNoLimit) {
-        out.limits.compute_cap_ppm = std::min(harvest_ppm[uuid], out.limits.compute_cap_ppm);
+        std::uint64_t cap = wait_harvest_ppm(waiting_[uuid].wait_share, gaps[uuid],
+                                             out.limits.compute_cap_ppm, beside[uuid]);
+        out.limits.compute_cap_ppm = std::min(cap, m.job->compute_cap_ppm);
       }
       m.job->block->set_compute(m.device, out.limits);
       if (static_cast<std::size_t>(m.device) == first_counted(*m.job)) {

@@ -128,15 +128,31 @@ GangWait gang_wait(const std::vector<RankSpan>& ranks) {
     out.waits[i] = out.wait_ms[i] >= kMinWaitMs && out.wait_share[i] >= kMinWaitShare;
     any = any || out.waits[i];
   }
+  out.least = least;
   if (any) out.waited_for = least;
   return out;
 }
 
-std::uint64_t wait_harvest_ppm(double wait_share, double gap_share) {
-  if (!(wait_share >= kMinWaitShare)) return 0;
-  double gaps = gap_share > 0 ? std::min(1.0, gap_share) : 0;
-  return static_cast<std::uint64_t>(std::min(1.0, std::min(1.0, wait_share) * kWaitHarvest + gaps) *
-                                    1e6);
+std::optional<double> harvest_wait(std::optional<double> harvesting, const GangWait& wait,
+                                   std::size_t i) {
+  if (i >= wait.waits.size() || wait.least < 0) return std::nullopt;  // not all measured
+  if (!harvesting) {
+    if (wait.waits[i]) return wait.wait_share[i];
+    return std::nullopt;
+  }
+  if (static_cast<int>(i) == wait.least || wait.wait_ms[i] < kMinWaitMs) return std::nullopt;
+  return harvesting;
+}
+
+std::uint64_t wait_harvest_ppm(double wait_share, double gap_share, std::uint64_t level_ppm,
+                               std::uint64_t jobs) {
+  if (!(wait_share >= kMinWaitShare) || jobs == 0) return 0;
+  double n = static_cast<double>(jobs);
+  double gaps = gap_share > 0 ? std::min(1.0, gap_share) / n : 0;
+  double wait = std::min(1.0, wait_share) * kWaitHarvest / n;
+  double level = static_cast<double>(std::min<std::uint64_t>(level_ppm, 1'000'000)) / 1e6;
+  double share = std::min(1.0, gaps + std::min(wait, level));
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(share * 1e6));
 }
 
 }  // namespace gpushare::coord::server

@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,22 +119,45 @@ inline constexpr double kMinWaitMs = 0.2;
 inline constexpr double kMinWaitShare = 0.15;
 struct GangWait {
   int waited_for = -1;
+  int least = -1;  ///< the least span's index, whether or not any rank waits
   std::vector<double> wait_ms;
   std::vector<double> wait_share;
   std::vector<bool> waits;
 };
 GangWait gang_wait(const std::vector<RankSpan>& ranks);
 
-/// The GPU-time cap (ppm of wall time) the opportunistic jobs beside a
-/// rank that waits `wait_share` of its time, and is idle `gap_share` of it,
-/// may use anywhere in the rank's step (they then follow no busy mark of
-/// that rank): the gaps, which they had already, and kWaitHarvest of the
-/// wait, so that even if all of it lands on the rank's own kernels the rank
-/// still reaches the collective before the one it waits for (half: a
-/// rank's wait varies from step to step around its mean). 0 when the rank
-/// does not wait (the loop's usual limits hold). The loop's level still
-/// bounds it (compute_loop.cc).
-inline constexpr double kWaitHarvest = 0.5;
-std::uint64_t wait_harvest_ppm(double wait_share, double gap_share = 0);
+/// Whether the opportunistic jobs beside rank `i` use its wait, across
+/// windows: the wait share they are sized by, or nullopt. What they take
+/// shortens the wait measured next (the rank's own kernels run slower
+/// beside theirs), so the decision is not taken afresh each window (it
+/// would flip every window: on, the wait shrinks below kMinWaitShare; off,
+/// it is back). It starts when the rank waits (GangWait::waits), sized by
+/// the wait measured then, without them; it holds while the rank still
+/// waits at all (kMinWaitMs), and it ends when the rank no longer does or
+/// becomes the one the others wait for (what they took made it the slow
+/// one), or when the ranks are not all measured. The next start measures
+/// the wait afresh.
+std::optional<double> harvest_wait(std::optional<double> harvesting, const GangWait& wait,
+                                   std::size_t i);
+
+/// The GPU-time cap (ppm of wall time) of each of `jobs` opportunistic
+/// jobs beside a rank that waits `wait_share` of its time and is idle
+/// `gap_share` of it, which they may use anywhere in the rank's step (they
+/// then follow no busy mark of that rank): their part of the gaps, which
+/// following the rank's marks gave them already whatever the loop's level,
+/// and of kWaitHarvest of the wait, but no more of the wait than
+/// `level_ppm`, each job's cap from the loop's level, so that a gang that
+/// slows has it cut with the level. kWaitHarvest, all of the wait: on a
+/// time-sliced GPU a kernel beside the rank's own slows them by half its
+/// own time, so even if all of it landed on the rank's kernels the rank
+/// would lose half its wait and still reach the collective before the one
+/// it waits for. (Half the wait, tried first, left the jobs beside a
+/// waiting rank less than following its marks gave them in bench/share's
+/// skewed gangs: much of what they run overlaps the rank's spinning
+/// collective, which takes its slices too.) 0 when the rank does not wait
+/// (the loop's usual limits hold).
+inline constexpr double kWaitHarvest = 1.0;
+std::uint64_t wait_harvest_ppm(double wait_share, double gap_share = 0,
+                               std::uint64_t level_ppm = 1'000'000, std::uint64_t jobs = 1);
 
 }  // namespace gpushare::coord::server
