@@ -322,3 +322,22 @@ TEST_CASE("gang: harvest_wait starts on a wait, holds while what it takes shorte
   // A rank not measured: no harvest.
   CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {-1, 0}}), 1));
 }
+
+TEST_CASE("gang: a use of a rank's wait is kept only where the jobs beside it go faster") {
+  constexpr std::uint64_t kS = 1'000'000'000;
+  HarvestTrial trial;
+  CHECK_FALSE(harvest_trial(&trial, false, 10, 0));    // the rank does not wait
+  CHECK_FALSE(harvest_trial(&trial, true, 30, kS / 4));  // it waits: their speed settles
+  CHECK_FALSE(harvest_trial(&trial, true, -1, kS));      // their speed not measured
+  CHECK(harvest_trial(&trial, true, 10, 1 * kS + kS / 4));  // starts from 10 it/s
+  CHECK(harvest_trial(&trial, true, 6, 2 * kS));     // judged only after kHarvestTrialNs
+  CHECK(harvest_trial(&trial, true, 14, 3 * kS));    // faster: kept
+  CHECK(harvest_trial(&trial, true, 9, 10 * kS));    // judged once
+  // A new trial after the rank stopped waiting; slower this time: blocked.
+  CHECK_FALSE(harvest_trial(&trial, false, 9, 11 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 10, 11 * kS));
+  CHECK(harvest_trial(&trial, true, 10, 12 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 7, 14 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs - 1));
+  CHECK(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs));  // tried again
+}

@@ -290,13 +290,26 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       auto rank = jobs_.find(w->second.rank);
       gaps[uuid] = rank != jobs_.end() ? rank->second->block->yield_gap_share() : 0;
     }
-    std::set<std::string> harvesting;  // GPUs whose jobs took the wait's cap
+    std::set<std::string> candidates;  // GPUs whose jobs may take the wait's cap
+    std::map<std::string, double> speed;  // GPU -> its opportunistic jobs' summed speed
     for (const Member& m : members) {
       auto d = decided.find(m.job);
       if (d == decided.end()) continue;
       const std::string& uuid = m.job->devices[m.device].uuid;
       if (unfollowed.count(uuid) == 0 || m.job->block->qos() != kQosOpportunistic) continue;
-      if (d->second->limits.launch_budget == kNoLimit) harvesting.insert(uuid);
+      if (d->second->limits.launch_budget == kNoLimit) candidates.insert(uuid);
+      double& sum = speed.emplace(uuid, 0).first->second;
+      if (sum >= 0) sum = d->second->speed_per_s >= 0 ? sum + d->second->speed_per_s : -1;
+    }
+    // Each use of a wait is a trial (gang.h, harvest_trial): kept only
+    // where it pays.
+    std::set<std::string> harvesting;
+    for (const std::string& uuid : gpus) {
+      auto s = speed.find(uuid);
+      if (harvest_trial(&trials_[uuid], candidates.count(uuid) != 0,
+                        s != speed.end() ? s->second : -1, now_ns)) {
+        harvesting.insert(uuid);
+      }
     }
     for (const Member& m : members) {
       auto d = decided.find(m.job);

@@ -66,6 +66,7 @@ class ComputeLoop {
   std::vector<Gang> gangs_;  // this tick's production jobs on several GPUs
   std::map<std::uint64_t, SpanMeter> spans_;  // by process key: ranks' collectives
   std::map<std::uint64_t, double> harvests_;  // ranks whose wait is used: the wait share
+  std::map<std::string, HarvestTrial> trials_;  // by GPU: whether using a wait pays
   // This tick's GPUs whose one production process is a rank that waits for
   // the others: the rank's key and the part of its time it waits.
   struct Waiting {

@@ -144,6 +144,35 @@ std::optional<double> harvest_wait(std::optional<double> harvesting, const GangW
   return harvesting;
 }
 
+bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns) {
+  if (now_ns < trial->blocked_until_ns) return false;
+  if (!candidate) {
+    trial->base = -1;
+    trial->judged = false;
+    trial->candidate_ns = 0;
+    return false;
+  }
+  if (trial->base < 0) {
+    if (trial->candidate_ns == 0) trial->candidate_ns = now_ns;
+    if (now_ns - trial->candidate_ns < kHarvestSettleNs) return false;
+    if (speed <= 0) return false;  // nothing to compare with yet
+    trial->base = speed;
+    trial->started_ns = now_ns;
+    trial->judged = false;
+    return true;
+  }
+  if (!trial->judged && now_ns - trial->started_ns >= kHarvestTrialNs) {
+    trial->judged = true;
+    if (speed >= 0 && speed < trial->base) {
+      trial->blocked_until_ns = now_ns + kHarvestBlockNs;
+      trial->base = -1;
+      trial->judged = false;
+      return false;
+    }
+  }
+  return true;
+}
+
 std::uint64_t wait_harvest_ppm(double wait_share, double gap_share, std::uint64_t level_ppm,
                                std::uint64_t jobs) {
   if (!(wait_share >= kMinWaitShare) || jobs == 0) return 0;

@@ -157,6 +157,32 @@ std::optional<double> harvest_wait(std::optional<double> harvesting, const GangW
 /// collective, which takes its slices too.) 0 when the rank does not wait
 /// (the loop's usual limits hold).
 inline constexpr double kWaitHarvest = 1.0;
+
+/// Whether using a rank's wait pays, per GPU: the opportunistic jobs beside
+/// it run beside the rank's kernels and its spinning collective, which
+/// take their slices too, so what they get depends on how the rank's step
+/// splits (bench/share: more beside the waiting rank of a 2-rank gang,
+/// less beside those of a 4-rank one). So each use is a trial: their
+/// summed speed following the rank's marks, as measured when it starts,
+/// against their speed after kHarvestTrialNs of using its wait; slower,
+/// and the GPU goes back to following the marks for kHarvestBlockNs. The
+/// speed before is taken once the rank has waited for kHarvestSettleNs,
+/// so that it is their speed beside the waiting rank, not before it.
+inline constexpr std::uint64_t kHarvestSettleNs = 1'000'000'000;
+inline constexpr std::uint64_t kHarvestTrialNs = 2'000'000'000;
+inline constexpr std::uint64_t kHarvestBlockNs = 20'000'000'000;
+struct HarvestTrial {
+  double base = -1;  ///< their speed before; < 0: no trial under way
+  std::uint64_t candidate_ns = 0;  ///< since when the rank waits; 0: it does not
+  std::uint64_t started_ns = 0;
+  bool judged = false;
+  std::uint64_t blocked_until_ns = 0;
+};
+/// One tick: `candidate`, the rank waits and its wait may be used now;
+/// `speed`, the jobs' summed speed (< 0: not measured). Whether they use
+/// it this tick.
+bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns);
+
 std::uint64_t wait_harvest_ppm(double wait_share, double gap_share = 0,
                                std::uint64_t level_ppm = 1'000'000, std::uint64_t jobs = 1);
 
