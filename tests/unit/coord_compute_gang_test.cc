@@ -311,7 +311,7 @@ TEST_CASE("gang: harvest_wait starts on a wait, holds while what it takes shorte
   CHECK(*h == Approx(8.0 * 41 / 1000));
   CHECK_FALSE(harvest_wait(std::nullopt, before, 0));  // the rank waited for
   // What the job beside it takes leaves 1.7 ms: below kMinWaitShare, yet
-  // the harvest holds, sized as it started.
+  // above a third of it: the harvest holds, sized as it started.
   GangWait during = gang_wait({{0.3, 41}, {2.0, 41}});
   CHECK(during.waited_for == -1);
   REQUIRE(harvest_wait(h, during, 1));
@@ -319,6 +319,7 @@ TEST_CASE("gang: harvest_wait starts on a wait, holds while what it takes shorte
   // Taken too far: rank 1 is now the slow one, or waits no more.
   CHECK_FALSE(harvest_wait(h, gang_wait({{1.5, 41}, {0.3, 41}}), 1));
   CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {0.4, 41}}), 1));
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {1.4, 41}}), 1));  // 1.1 ms: 4.5%
   // A rank not measured: no harvest.
   CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {-1, 0}}), 1));
 }
@@ -331,7 +332,7 @@ TEST_CASE("gang: a use of a rank's wait is kept only where the jobs beside it go
   CHECK_FALSE(harvest_trial(&trial, true, -1, kS));      // their speed not measured
   CHECK(harvest_trial(&trial, true, 10, 1 * kS + kS / 4));  // starts from 10 it/s
   CHECK(harvest_trial(&trial, true, 6, 2 * kS));     // judged only after kHarvestTrialNs
-  CHECK(harvest_trial(&trial, true, 14, 3 * kS));    // faster: kept
+  CHECK(harvest_trial(&trial, true, 14, 4 * kS));    // faster: kept
   CHECK(harvest_trial(&trial, true, 9, 10 * kS));    // judged once
   // A new trial after the rank stopped waiting; slower this time: blocked.
   CHECK_FALSE(harvest_trial(&trial, false, 9, 11 * kS));
@@ -340,4 +341,7 @@ TEST_CASE("gang: a use of a rank's wait is kept only where the jobs beside it go
   CHECK_FALSE(harvest_trial(&trial, true, 7, 14 * kS));
   CHECK_FALSE(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs - 1));
   CHECK(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs));  // tried again
+  // The gang slowed while its wait was used: blocked at once.
+  CHECK_FALSE(harvest_trial(&trial, true, 20, 15 * kS + kHarvestBlockNs, true));
+  CHECK_FALSE(harvest_trial(&trial, true, 20, 16 * kS + kHarvestBlockNs));
 }

@@ -1,6 +1,7 @@
 #include "coord/server/compute/compute_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -302,12 +303,20 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       if (sum >= 0) sum = d->second->speed_per_s >= 0 ? sum + d->second->speed_per_s : -1;
     }
     // Each use of a wait is a trial (gang.h, harvest_trial): kept only
-    // where it pays.
+    // where it pays, and ended when the group's production slows beyond
+    // the loop's target (its slowest, as the controller measured it).
+    bool slowed = false;
+    for (const Member& m : members) {
+      auto d = decided.find(m.job);
+      if (d == decided.end() || m.job->block->qos() != kQosProduction) continue;
+      double slowdown = d->second->slowdown;
+      slowed = slowed || (!std::isnan(slowdown) && slowdown > ComputeTuning{}.slowdown_target);
+    }
     std::set<std::string> harvesting;
     for (const std::string& uuid : gpus) {
       auto s = speed.find(uuid);
       if (harvest_trial(&trials_[uuid], candidates.count(uuid) != 0,
-                        s != speed.end() ? s->second : -1, now_ns)) {
+                        s != speed.end() ? s->second : -1, now_ns, slowed)) {
         harvesting.insert(uuid);
       }
     }

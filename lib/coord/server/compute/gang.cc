@@ -140,12 +140,22 @@ std::optional<double> harvest_wait(std::optional<double> harvesting, const GangW
     if (wait.waits[i]) return wait.wait_share[i];
     return std::nullopt;
   }
-  if (static_cast<int>(i) == wait.least || wait.wait_ms[i] < kMinWaitMs) return std::nullopt;
+  if (static_cast<int>(i) == wait.least || wait.wait_ms[i] < kMinWaitMs ||
+      wait.wait_share[i] < kMinWaitShare / 3) {
+    return std::nullopt;
+  }
   return harvesting;
 }
 
-bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns) {
+bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns,
+                   bool slowed) {
   if (now_ns < trial->blocked_until_ns) return false;
+  if (slowed && trial->base >= 0) {
+    trial->blocked_until_ns = now_ns + kHarvestBlockNs;
+    trial->base = -1;
+    trial->judged = false;
+    return false;
+  }
   if (!candidate) {
     trial->base = -1;
     trial->judged = false;

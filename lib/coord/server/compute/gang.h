@@ -133,7 +133,8 @@ GangWait gang_wait(const std::vector<RankSpan>& ranks);
 /// would flip every window: on, the wait shrinks below kMinWaitShare; off,
 /// it is back). It starts when the rank waits (GangWait::waits), sized by
 /// the wait measured then, without them; it holds while the rank still
-/// waits at all (kMinWaitMs), and it ends when the rank no longer does or
+/// waits kMinWaitMs and a third of kMinWaitShare, and it ends when it no
+/// longer does (the wait a noisy host made, or one they took) or
 /// becomes the one the others wait for (what they took made it the slow
 /// one), or when the ranks are not all measured. The next start measures
 /// the wait afresh.
@@ -179,9 +180,12 @@ struct HarvestTrial {
   std::uint64_t blocked_until_ns = 0;
 };
 /// One tick: `candidate`, the rank waits and its wait may be used now;
-/// `speed`, the jobs' summed speed (< 0: not measured). Whether they use
-/// it this tick.
-bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns);
+/// `speed`, the jobs' summed speed (< 0: not measured); `slowed`, the
+/// gang is slower than the loop's target (its controller's measure): a
+/// use under way ends and is blocked at once. Whether they use it this
+/// tick.
+bool harvest_trial(HarvestTrial* trial, bool candidate, double speed, std::uint64_t now_ns,
+                   bool slowed = false);
 
 std::uint64_t wait_harvest_ppm(double wait_share, double gap_share = 0,
                                std::uint64_t level_ppm = 1'000'000, std::uint64_t jobs = 1);
