@@ -1,7 +1,6 @@
 #include "coord/server/compute/compute_loop.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -165,7 +164,10 @@ void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
       rank.collective_ms = ranks[i].span_ms;
       rank.collective_wait_ms = wait.wait_ms[i];
       rank.waited_for = waited_for == static_cast<int>(i);
-      if (!harvest[i] || policy_ != ComputePolicy::kGpushare) continue;
+      if (!harvest[i] || policy_ != ComputePolicy::kGpushare ||
+          processes.size() > kHarvestMaxRanks) {
+        continue;
+      }
       // Its GPU: the one it holds memory on (a rank uses one).
       const TelemetryPage& t = rank.block->telemetry();
       std::vector<std::string> used;
@@ -309,8 +311,11 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
     for (const Member& m : members) {
       auto d = decided.find(m.job);
       if (d == decided.end() || m.job->block->qos() != kQosProduction) continue;
-      double slowdown = d->second->slowdown;
-      slowed = slowed || (!std::isnan(slowdown) && slowdown > ComputeTuning{}.slowdown_target);
+      // Its speed against its solo speed, as the controller measured both
+      // (its slowdown field is not set for every rank).
+      const ComputeJobOutput& o = *d->second;
+      slowed = slowed || (o.speed_per_s > 0 && o.solo_speed_per_s > 0 &&
+                          o.speed_per_s < (1 - ComputeTuning{}.slowdown_target) * o.solo_speed_per_s);
     }
     std::set<std::string> harvesting;
     for (const std::string& uuid : gpus) {

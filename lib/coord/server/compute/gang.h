@@ -157,7 +157,14 @@ std::optional<double> harvest_wait(std::optional<double> harvesting, const GangW
 /// skewed gangs: much of what they run overlaps the rank's spinning
 /// collective, which takes its slices too.) 0 when the rank does not wait
 /// (the loop's usual limits hold).
-inline constexpr double kWaitHarvest = 1.0;
+inline constexpr double kWaitHarvest = 0.5;
+/// Gangs of more ranks do not have their waits used: in bench/share's
+/// skewed 4-rank gang (rank 0 with twice the work) the gang lost 6-8% in
+/// about half the runs once the jobs beside the waiting ranks used their
+/// waits, even beside one rank only, and was at 0.97-0.98 without; the
+/// cause is not known yet (bench/share/results.md, "Which rank the others
+/// wait for"). With 2 ranks it kept 0.97-0.99 in every run.
+inline constexpr std::size_t kHarvestMaxRanks = 2;
 
 /// Whether using a rank's wait pays, per GPU: the opportunistic jobs beside
 /// it run beside the rank's kernels and its spinning collective, which
