@@ -164,7 +164,7 @@ void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
       rank.collective_ms = ranks[i].span_ms;
       rank.collective_wait_ms = wait.wait_ms[i];
       rank.waited_for = waited_for == static_cast<int>(i);
-      if (!harvest[i] || policy_ != ComputePolicy::kGpushare ||
+      if (!harvest[i] || policy_ != ComputePolicy::kGpushare || !gang_harvest_ ||
           processes.size() > kHarvestMaxRanks) {
         continue;
       }
@@ -305,8 +305,9 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       if (sum >= 0) sum = d->second->speed_per_s >= 0 ? sum + d->second->speed_per_s : -1;
     }
     // Each use of a wait is a trial (gang.h, harvest_trial): kept only
-    // where it pays, and ended when the group's production slows beyond
-    // the loop's target (its slowest, as the controller measured it).
+    // where it pays, and ended when the group's production slows by twice
+    // the loop's target (its slowest, as the controller measured it; once
+    // the target, a single noisy measurement, ended most uses).
     bool slowed = false;
     for (const Member& m : members) {
       auto d = decided.find(m.job);
@@ -315,7 +316,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       // (its slowdown field is not set for every rank).
       const ComputeJobOutput& o = *d->second;
       slowed = slowed || (o.speed_per_s > 0 && o.solo_speed_per_s > 0 &&
-                          o.speed_per_s < (1 - ComputeTuning{}.slowdown_target) * o.solo_speed_per_s);
+                          o.speed_per_s < (1 - 2 * ComputeTuning{}.slowdown_target) * o.solo_speed_per_s);
     }
     std::set<std::string> harvesting;
     for (const std::string& uuid : gpus) {

@@ -41,7 +41,11 @@ class ComputeLoop {
   /// false when it could not be sent (it is tried again next tick).
   using YieldSender = std::function<bool(std::uint64_t job_id, int slot, int fd)>;
 
-  explicit ComputeLoop(ComputePolicy policy) : policy_(policy) {}
+  /// `gang_harvest`: the opportunistic jobs beside a gang's rank that
+  /// waits for the others may use its wait (harvest_waits); off, the rank
+  /// the others wait for is still measured and named.
+  explicit ComputeLoop(ComputePolicy policy, bool gang_harvest = false)
+      : policy_(policy), gang_harvest_(gang_harvest) {}
   void tick(Registry& registry, std::uint64_t now_ns);
   ComputePolicy policy() const { return policy_; }
   void set_yield_sender(YieldSender sender) { yield_sender_ = std::move(sender); }
@@ -58,6 +62,7 @@ class ComputeLoop {
   void measure_gangs(Registry& registry, std::uint64_t now_ns);
 
   ComputePolicy policy_;
+  bool gang_harvest_ = false;
   YieldSender yield_sender_;
   YieldPlanner yield_;
   std::map<std::uint64_t, YieldProducer> producers_;  // this tick's, by job id

@@ -41,6 +41,7 @@
 // values; tests/unit/coord_compute_gang_test.cc covers it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
