@@ -45,7 +45,7 @@ void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
 
 // One device's yield masks: pages sent where needed, masks written. The
 // opportunistic jobs do not follow `unfollowed` (a rank that waits for the
-// others: harvest_waits; 0: none).
+// others, whose wait they use: tick; 0: none).
 void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
                              const std::vector<bool>& live, std::uint64_t unfollowed) {
   std::vector<YieldProducer> on_device;

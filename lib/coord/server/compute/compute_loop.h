@@ -11,8 +11,8 @@
 // A production job on several GPUs (gang.h): its GPUs share one
 // controller, which judges the job by its step rate. The loop also
 // measures each rank's time in its collectives, names the rank the others
-// wait for, and lets the opportunistic jobs beside a rank that waits use
-// part of that wait (measure_gangs, harvest_waits in compute_loop.cc).
+// wait for, and (with gang_harvest) lets the opportunistic jobs beside a
+// rank that waits use part of that wait (measure_gangs, tick).
 //
 // The yield signal (compute_yield.h): each tick the loop samples every
 // production job's busy mark, sends production jobs' yield pages to the
@@ -42,7 +42,7 @@ class ComputeLoop {
   using YieldSender = std::function<bool(std::uint64_t job_id, int slot, int fd)>;
 
   /// `gang_harvest`: the opportunistic jobs beside a gang's rank that
-  /// waits for the others may use its wait (harvest_waits); off, the rank
+  /// waits for the others may use its wait (tick); off, the rank
   /// the others wait for is still measured and named.
   explicit ComputeLoop(ComputePolicy policy, bool gang_harvest = false)
       : policy_(policy), gang_harvest_(gang_harvest) {}

@@ -32,9 +32,10 @@
 // how long it waits per collective, and the rank with the least is the
 // one the others wait for (gang_wait). A rank whose wait is a real part of
 // its time has slack: an opportunistic job beside it may use its GPU for
-// part of that time without slowing the step (the loop's use of it:
-// compute_loop.cc, harvest_waits); the rank they wait for is protected as
-// before. The host cannot see the wait: every rank's synchronisation
+// part of that time without slowing the step (the loop's use of it, with
+// `serve --gang-harvest on` only: compute_loop.cc, ComputeLoop::tick; off
+// by default, as it cost skewed gangs 7% in some bench/share runs); the
+// rank they wait for is protected as before. The host cannot see the wait: every rank's synchronisation
 // returns when the collective ends.
 //
 // Pure: the loop (compute_loop.cc) reads the registry and passes plain
