@@ -229,18 +229,18 @@ TEST_CASE("gang: gang_wait names the rank with the least collective time") {
   CHECK(w.wait_share[1] == Approx(0.4));  // 10 ms of every 25
   CHECK_FALSE(w.waits[0]);
   CHECK(w.waits[1]);
-  // kWaitHarvest of the wait: 0.4 of the GPU beside rank 1, none beside rank 0.
-  CHECK(wait_harvest_ppm(w.wait_share[1]) == 400'000);
+  // kWaitHarvest of the wait: 0.2 of the GPU beside rank 1, none beside rank 0.
+  CHECK(wait_harvest_ppm(w.wait_share[1]) == 200'000);
   CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
   // With its gaps (4 ms of 25: 0.16), which the job beside it had already.
-  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16) == 560'000);
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16) == 360'000);
   CHECK(wait_harvest_ppm(w.wait_share[0], 0.16) == 0);  // no wait: the usual limits
   CHECK(wait_harvest_ppm(1.0, 0.9) == 1'000'000);
   // The loop's level bounds the wait's part, not the gaps': a level of
   // 0.05 leaves 0.16 + 0.05.
   CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 50'000) == 210'000);
   // Two jobs beside the rank: each half of the gaps and of the wait's part.
-  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 2) == 280'000);
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 2) == 180'000);
   CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 0) == 0);
 }
 

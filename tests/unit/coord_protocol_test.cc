@@ -135,7 +135,7 @@ TEST_CASE("register messages are checked field by field", "[coord][protocol]") {
       "unsupported protocol 2 (this coordinator speaks 1)");
   CHECK(
       error_of(
-          R"({"kind":"register","version":1,"layout_version":109,"name":"a","qos":"production","devices":[]})") ==
+          R"({"kind":"register","version":1,"layout_version":99,"name":"a","qos":"production","devices":[]})") ==
       "unsupported control block layout 99 (this coordinator has " + std::to_string(kLayoutVersion) + ")");
 }
 

@@ -150,15 +150,14 @@ std::optional<double> harvest_wait(std::optional<double> harvesting, const GangW
 /// following the rank's marks gave them already whatever the loop's level,
 /// and of kWaitHarvest of the wait, but no more of the wait than
 /// `level_ppm`, each job's cap from the loop's level, so that a gang that
-/// slows has it cut with the level. kWaitHarvest, all of the wait: on a
+/// slows has it cut with the level. kWaitHarvest, half the wait: on a
 /// time-sliced GPU a kernel beside the rank's own slows them by half its
 /// own time, so even if all of it landed on the rank's kernels the rank
-/// would lose half its wait and still reach the collective before the one
-/// it waits for. (Half the wait, tried first, left the jobs beside a
-/// waiting rank less than following its marks gave them in bench/share's
-/// skewed gangs: much of what they run overlaps the rank's spinning
-/// collective, which takes its slices too.) 0 when the rank does not wait
-/// (the loop's usual limits hold).
+/// would lose a quarter of its wait and still reach the collective before
+/// the one it waits for; half, as a rank's wait varies from step to step.
+/// (All of it gave the jobs more in a 2-rank skewed gang of bench/share
+/// but cost 4-rank ones 8%.) 0 when the rank does not wait (the loop's
+/// usual limits hold).
 inline constexpr double kWaitHarvest = 0.5;
 /// Gangs of more ranks do not have their waits used: in bench/share's
 /// skewed 4-rank gang (rank 0 with twice the work) the gang lost 6-8% in
