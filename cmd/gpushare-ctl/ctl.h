@@ -33,6 +33,7 @@ struct CtlOptions {
   std::string compute_policy = "gpushare";
   std::string memory_tick = "25ms";  ///< the memory loop's period
   std::string host_pause = "on";  ///< on | off (checked by main)
+  std::string gang_harvest = "off";  ///< on | off: use the waits of a gang's waiting ranks
   std::string checkpoint = "on";  ///< on | off: the driver's process checkpoint (migrate.h)
   std::string migration_policy = "off";  ///< on | off: move opportunistic jobs to idle GPUs
   std::string to;                 ///< migrate: the GPU, an index or a UUID

@@ -77,6 +77,12 @@ int main(int argc, char** argv) {
                    "Compute sharing: gpushare, tgs or none")
       ->check(CLI::IsMember({"gpushare", "tgs", "none"}))
       ->capture_default_str();
+  serve
+      ->add_option("--gang-harvest", options.gang_harvest,
+                   "Let opportunistic jobs use the waits of a 2-rank production job's rank that "
+                   "waits for the other: on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   serve->add_option("--memory-tick", options.memory_tick,
                     "The memory loop's period (room requests and job ends run it at once)")
       ->capture_default_str();

@@ -67,6 +67,7 @@ std::optional<Refusal> check_options(const CtlOptions& options, coord::server::S
   server.idle_exit = options.idle_exit;
   server.compute_policy = *coord::server::parse_compute_policy(options.compute_policy);  // checked by main
   server.host_pause = options.host_pause == "on";
+  server.gang_harvest = options.gang_harvest == "on";
   server.checkpoint = options.checkpoint == "on";
   server.migration_policy = options.migration_policy == "on";
   if (!options.metrics_listen.empty()) {

@@ -7,6 +7,8 @@
 // starts N ranks of itself instead (launcher.cc), as torchrun does.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -339,6 +341,11 @@ int main(int argc, char** argv) {
   app.add_flag("--bind-gpu", options.bind_gpu,
                "With --launch: each rank sees only its own GPU (CUDA_VISIBLE_DEVICES)")
       ->needs(launch);
+  double skew = 1.0;
+  app.add_option("--skew", skew,
+                 "Rank 0's kernels take this many times as long (a rank with more work)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 100.0));
   app.add_option("--label", options.label, "Label added to every record");
   app.add_flag("--per-iteration", options.per_iteration, "Print a record per iteration");
   if (auto status = gpushare::cli::parse(app, argc, argv, gpushare::exit_status::kUsage)) {
@@ -360,6 +367,12 @@ int main(int argc, char** argv) {
   }
   if (!rank_from_environment(&options, app.count("--rank") > 0, app.count("--device") > 0)) {
     return gpushare::exit_status::kUsage;
+  }
+  // Rank 0 with more (or less) work than the others: the rank they wait
+  // for at each all-reduce. Synthetic kernels only (a trace is replayed
+  // as recorded).
+  if (workload.rank == 0 && skew != 1.0) {
+    workload.kernel_us = std::max(1L, std::lround(static_cast<double>(workload.kernel_us) * skew));
   }
   if (options.launch > 0) {
     options.rank_arguments = arguments_without_launch(argc, argv);

@@ -72,8 +72,14 @@ std::uint64_t fnv1a(std::uint64_t hash, const unsigned char* data, std::size_t b
 
 // The simulated GPU's collective (simgpu/collective.h) in its own module
 // format, which a real driver refuses: a multi-process job needs NCCL there.
-constexpr char kAllreduceModule[] = "gpushare-sim-module 1\nkernel gpushare_allreduce 0\n";
-constexpr char kAllreduceKernelName[] = "gpushare_allreduce";
+// Named as NCCL 2.19 and later names its all-reduce kernels (the simulated
+// driver's collective, simgpu/collective.h), so that the interposer tells
+// it from other kernels as it tells NCCL's.
+#define GPUSHARE_ALLREDUCE_KERNEL "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+constexpr char kAllreduceModule[] =
+    "gpushare-sim-module 1\nkernel " GPUSHARE_ALLREDUCE_KERNEL " 0\n";
+constexpr char kAllreduceKernelName[] = GPUSHARE_ALLREDUCE_KERNEL;
+#undef GPUSHARE_ALLREDUCE_KERNEL
 
 struct Device {
   CUcontext ctx = nullptr;
@@ -100,7 +106,8 @@ Status open_device(const WorkloadOptions& options, Device* device) {
     CUmodule collectives = nullptr;
     CUresult loaded = cuModuleLoadData(&collectives, kAllreduceModule);
     if (loaded != CUDA_SUCCESS) {
-      return make_error("cuModuleLoadData(gpushare_allreduce): " + cuda_error_name(loaded) +
+      return make_error(std::string("cuModuleLoadData(") + kAllreduceKernelName + "): " +
+                        cuda_error_name(loaded) +
                         " (the all-reduce is the simulated GPU's stand-in for NCCL's: a real "
                         "GPU's job needs NCCL)");
     }
@@ -412,8 +419,8 @@ Result<WorkloadResult> run_workload(const WorkloadOptions& options,
       allreduce_at = std::chrono::steady_clock::now();
       WORKLOAD_TRY(check(cuLaunchKernel(device.allreduce, 1, 1, 1, 1, 1, 1, 0, device.stream,
                                         collective_params, nullptr),
-                         "cuLaunchKernel(gpushare_allreduce, " + std::to_string(bytes) +
-                             " bytes)"));
+                         std::string("cuLaunchKernel(") + kAllreduceKernelName + ", " +
+                             std::to_string(bytes) + " bytes)"));
       ++result.allreduces;
     }
     if (grown != 0) WORKLOAD_TRY(release(options.alloc, grown, device.stream));

@@ -62,7 +62,7 @@ struct WorkloadOptions {
   double sync_switch_s = 0;
   /// A rank of a data-parallel job (world_size > 1, or rank given): each
   /// iteration ends its kernels with an all-reduce of allreduce_bytes on
-  /// communicator `comm` (the simulated GPU's gpushare_allreduce, NCCL's
+  /// communicator `comm` (the simulated GPU's all-reduce kernel, NCCL's
   /// stand-in; a real GPU refuses it), before the synchronisation.
   int rank = -1;  ///< -1: not a rank of a multi-process job
   int world_size = 1;

@@ -134,6 +134,8 @@ void load_driver() {
       reinterpret_cast<PFN_cuStreamWaitEvent_v3020>(real_dlsym(rt.libcuda, "cuStreamWaitEvent"));
   real.real_cuStreamDestroy_v2 =
       reinterpret_cast<PFN_cuStreamDestroy_v4000>(real_dlsym(rt.libcuda, "cuStreamDestroy_v2"));
+  real.real_cuFuncGetName =
+      reinterpret_cast<PFN_cuFuncGetName_v12030>(real_dlsym(rt.libcuda, "cuFuncGetName"));
   resolve_suspend_entries(rt.libcuda, &real);
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");

@@ -210,7 +210,13 @@ std::string slurm_arguments(const Placement& placement) {
   bool production = placement.job_class == kQosProduction;
   out += " --nodes=" + std::to_string(placement.nodes.size());
   out += " " + shell_quote("--nodelist=" + nodelist);
-  out += std::string(" --gres=") + (production ? "gpu:" : "shard:") + std::to_string(most);
+  // Beside a production job's GPU, which Slurm gives it whole: no shard of
+  // it is left, so the job asks for no GPU and names its own
+  // (CUDA_VISIBLE_DEVICES, from --format env; gpushare-slurm(7), "JOBS ON
+  // SEVERAL GPUS").
+  if (production || !placement.beside_whole_gpu) {
+    out += std::string(" --gres=") + (production ? "gpu:" : "shard:") + std::to_string(most);
+  }
   out += std::string(" --export=ALL,GPUSHARE_QOS=") + (production ? "production" : "opportunistic");
   // The limit travels the same way (the TaskProlog keeps an exported one);
   // without it a placed opportunistic job would run unlimited.

@@ -451,6 +451,11 @@ Placement Placer::place(const Job& job, bool explain) {
   }
   // Explain first: it must see the state the choice saw.
   if (explain) placement.explanation = s.explain(job, decision, choice);
+  if (decision.job_class == kQosOpportunistic && choice.status == PlacementStatus::kPlaced) {
+    placement.beside_whole_gpu =
+        std::any_of(choice.gpus.begin(), choice.gpus.end(),
+                    [&](std::uint32_t g) { return production_job(s.gpu(g)) != nullptr; });
+  }
   if (decision.job_class) s.apply(job, tenant, *decision.job_class, choice);
 
   placement.job_class = decision.job_class;

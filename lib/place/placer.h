@@ -66,6 +66,10 @@ struct Placement {
   std::string tenant;
   std::uint64_t mem_bytes = 0;
   std::optional<Explanation> explanation;
+  /// Opportunistic, placed on a GPU a production job runs on: Slurm gives
+  /// that GPU whole to the production job (gpu:N), and a GPU held whole
+  /// has no shard for a second job (slurm_arguments asks for no GPU).
+  bool beside_whole_gpu = false;
 };
 
 /// An unusable record as a placement, so output keeps one record per input.

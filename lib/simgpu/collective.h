@@ -2,8 +2,9 @@
 // all-reduce does to the GPUs' time, as a data-parallel job's ranks meet
 // at it every step.
 //
-// A rank launches the collective kernel gpushare_allreduce (module_image.h)
-// with its communicator (a 64-bit id its ranks agree on), its rank, the
+// A rank launches the collective kernel ncclDevKernel_AllReduce_Sum_f32_RING_LL
+// (module_image.h; named as NCCL names its all-reduce kernels, so that the
+// interposer tells it from other kernels as it tells NCCL's) with its communicator (a 64-bit id its ranks agree on), its rank, the
 // world size and the message size. On a real GPU, NCCL's kernel starts on
 // each rank's device when that device gets to it, then spins (the device
 // looks busy, and is: the kernel holds its time slices) until the peers'
@@ -62,7 +63,7 @@ struct StateLayout;
 inline constexpr int kCollectiveGroups = 16;  ///< communicators in use at once
 inline constexpr int kCollectiveRanks = 8;    ///< ranks of one communicator (one node)
 inline constexpr int kCollectiveOps = 128;    ///< collectives unfinished at once, all groups
-inline constexpr char kAllreduceKernelName[] = "gpushare_allreduce";
+inline constexpr char kAllreduceKernelName[] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 
 /// The GPU-to-GPU link's defaults, by kind (GPUSHARE_SIM_GPU_LINK).
 ///   nvlink: an H100 SXM5's NVLink 4 carries 900 GB/s in both directions

@@ -11,7 +11,8 @@
 //     default duration.
 // Whatever the format, a kernel named gpushare_spin runs for the number of
 // nanoseconds in its first (u64) parameter, and one named
-// gpushare_allreduce is a collective across ranks (collective.h).
+// ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL's name) is a collective
+// across ranks (collective.h).
 //
 // Plain C-style code, no libstdc++: it runs inside libcuda.so.1.
 #pragma once
@@ -34,7 +35,7 @@ struct KernelInfo {
   char name[kKernelNameBytes];
   std::int64_t duration_ns;
   bool spin;  ///< gpushare_spin: the duration is its first parameter
-  /// gpushare_allreduce(u64 bytes, u64 comm, u32 rank, u32 world_size): a
+  /// The all-reduce (u64 bytes, u64 comm, u32 rank, u32 world_size): a
   /// collective (collective.h), NCCL's all-reduce stand-in.
   bool collective;
 };

@@ -223,3 +223,133 @@ TEST_CASE("gang: the level is each GPU's, not split across the group's GPUs") {
   // And the gang keeps its speed within the target (and the fake's noise).
   CHECK(1 - (1000.0 / gang.period()) / gang.solo() <= 0.05);
 }
+
+// Which rank the others wait for: two ranks meet at one all-reduce per
+// 25-ms step; rank 0 computes 20 ms, rank 1 10 ms, the transfer takes 1 ms.
+// Rank 1's collective spins 10 ms waiting, then transfers: 11 ms; rank 0's
+// is the transfer alone.
+TEST_CASE("gang: gang_wait names the rank with the least collective time") {
+  std::vector<RankSpan> ranks = {{1.0, 40}, {11.0, 40}};
+  GangWait w = gang_wait(ranks);
+  CHECK(w.waited_for == 0);
+  CHECK(w.wait_ms[0] == Approx(0));
+  CHECK(w.wait_ms[1] == Approx(10));
+  CHECK(w.wait_share[1] == Approx(0.4));  // 10 ms of every 25
+  CHECK_FALSE(w.waits[0]);
+  CHECK(w.waits[1]);
+  // kWaitHarvest of the wait: 0.2 of the GPU beside rank 1, none beside rank 0.
+  CHECK(wait_harvest_ppm(w.wait_share[1]) == 200'000);
+  CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
+  // With its gaps (4 ms of 25: 0.16), which the job beside it had already.
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16) == 360'000);
+  CHECK(wait_harvest_ppm(w.wait_share[0], 0.16) == 0);  // no wait: the usual limits
+  CHECK(wait_harvest_ppm(1.0, 0.9) == 1'000'000);
+  // The loop's level bounds the wait's part, not the gaps': a level of
+  // 0.05 leaves 0.16 + 0.05.
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 50'000) == 210'000);
+  // Two jobs beside the rank: each half of the gaps and of the wait's part.
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 2) == 180'000);
+  CHECK(wait_harvest_ppm(w.wait_share[1], 0.16, 1'000'000, 0) == 0);
+}
+
+TEST_CASE("gang: gang_wait names nobody for balanced ranks, noise, or an unmeasured rank") {
+  // Balanced: spans within noise of each other.
+  GangWait balanced = gang_wait({{1.00, 40}, {1.05, 40}, {1.02, 40}});
+  CHECK(balanced.waited_for == -1);
+  CHECK(std::none_of(balanced.waits.begin(), balanced.waits.end(), [](bool b) { return b; }));
+  // A wait of 0.5 ms in a 1-s step is above kMinWaitMs but no share to use.
+  GangWait slow = gang_wait({{1.0, 1}, {1.5, 1}});
+  CHECK(slow.waited_for == -1);
+  // A rank not measured yet: nothing is known.
+  GangWait unknown = gang_wait({{1.0, 40}, {-1, 0}});
+  CHECK(unknown.waited_for == -1);
+  CHECK(unknown.wait_ms[0] == -1);
+  CHECK(gang_wait({{1.0, 40}}).waited_for == -1);  // one rank is no gang
+}
+
+TEST_CASE("gang: gang_wait with four ranks: two slow ones do not wait, the fast ones do") {
+  GangWait w = gang_wait({{6.0, 40}, {1.0, 40}, {1.1, 40}, {8.0, 40}});
+  CHECK(w.waited_for == 1);
+  CHECK_FALSE(w.waits[1]);
+  CHECK_FALSE(w.waits[2]);  // 0.1 ms: as slow as the slowest, within noise
+  CHECK(w.waits[0]);
+  CHECK(w.waits[3]);
+  CHECK(w.wait_share[3] == Approx(0.28));
+}
+
+TEST_CASE("gang: SpanMeter measures each window's mean span and forgets a stopped rank") {
+  SpanMeter meter;
+  meter.sample(0, 0, 0);
+  CHECK(meter.span().span_ms < 0);
+  // 20 collectives of 11 ms each over 500 ms.
+  meter.sample(250 * kMs, 110 * kMs, 10);
+  CHECK(meter.span().span_ms < 0);  // the window is not over
+  meter.sample(500 * kMs, 220 * kMs, 20);
+  CHECK(meter.span().span_ms == Approx(11));
+  CHECK(meter.span().collectives_per_s == Approx(40));
+  // The next window: 20 more of 1 ms each.
+  meter.sample(1000 * kMs, 240 * kMs, 40);
+  CHECK(meter.span().span_ms == Approx(1));
+  // Counters going back (another process, or a lie): start again.
+  meter.sample(1100 * kMs, 5 * kMs, 2);
+  CHECK(meter.span().span_ms < 0);
+  meter.sample(1600 * kMs, 5 * kMs + 30 * kMs, 12);
+  CHECK(meter.span().span_ms == Approx(3));
+  // No collective for kSpanForgetNs: unmeasured.
+  meter.sample(1600 * kMs + kSpanForgetNs, 5 * kMs + 30 * kMs, 12);
+  CHECK(meter.span().span_ms < 0);
+}
+
+TEST_CASE("gang: a rank's wait from the host's jitter alone is no wait to harvest") {
+  // Balanced ranks whose host launches drift: one waits 1.8 ms of an 18-ms
+  // step on average (measured so on the simulator, e2e/ctl-gang-ranks).
+  GangWait w = gang_wait({{2.0, 55}, {0.23, 55}});
+  CHECK(w.waited_for == -1);
+  CHECK(w.wait_ms[0] == Approx(1.77));
+  CHECK_FALSE(w.waits[0]);
+  CHECK(wait_harvest_ppm(w.wait_share[0]) == 0);
+}
+
+TEST_CASE("gang: harvest_wait starts on a wait, holds while what it takes shortens it, ends when "
+          "the rank no longer waits") {
+  // Rank 1 waits 8 ms of a 24-ms step: the harvest starts, sized by 1/3.
+  GangWait before = gang_wait({{0.3, 41}, {8.3, 41}});
+  std::optional<double> h = harvest_wait(std::nullopt, before, 1);
+  REQUIRE(h);
+  CHECK(*h == Approx(8.0 * 41 / 1000));
+  CHECK_FALSE(harvest_wait(std::nullopt, before, 0));  // the rank waited for
+  // What the job beside it takes leaves 1.7 ms: below kMinWaitShare, yet
+  // above a third of it: the harvest holds, sized as it started.
+  GangWait during = gang_wait({{0.3, 41}, {2.0, 41}});
+  CHECK(during.waited_for == -1);
+  REQUIRE(harvest_wait(h, during, 1));
+  CHECK(*harvest_wait(h, during, 1) == Approx(*h));
+  // Taken too far: rank 1 is now the slow one, or waits no more.
+  CHECK_FALSE(harvest_wait(h, gang_wait({{1.5, 41}, {0.3, 41}}), 1));
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {0.4, 41}}), 1));
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {1.4, 41}}), 1));  // 1.1 ms: 4.5%
+  // A rank not measured: no harvest.
+  CHECK_FALSE(harvest_wait(h, gang_wait({{0.3, 41}, {-1, 0}}), 1));
+}
+
+TEST_CASE("gang: a use of a rank's wait is kept only where the jobs beside it go faster") {
+  constexpr std::uint64_t kS = 1'000'000'000;
+  HarvestTrial trial;
+  CHECK_FALSE(harvest_trial(&trial, false, 10, 0));    // the rank does not wait
+  CHECK_FALSE(harvest_trial(&trial, true, 30, kS / 4));  // it waits: their speed settles
+  CHECK_FALSE(harvest_trial(&trial, true, -1, kS));      // their speed not measured
+  CHECK(harvest_trial(&trial, true, 10, 1 * kS + kS / 4));  // starts from 10 it/s
+  CHECK(harvest_trial(&trial, true, 6, 2 * kS));     // judged only after kHarvestTrialNs
+  CHECK(harvest_trial(&trial, true, 14, 4 * kS));    // faster: kept
+  CHECK(harvest_trial(&trial, true, 9, 10 * kS));    // judged once
+  // A new trial after the rank stopped waiting; slower this time: blocked.
+  CHECK_FALSE(harvest_trial(&trial, false, 9, 11 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 10, 11 * kS));
+  CHECK(harvest_trial(&trial, true, 10, 12 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 7, 14 * kS));
+  CHECK_FALSE(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs - 1));
+  CHECK(harvest_trial(&trial, true, 10, 14 * kS + kHarvestBlockNs));  // tried again
+  // The gang slowed while its wait was used: blocked at once.
+  CHECK_FALSE(harvest_trial(&trial, true, 20, 15 * kS + kHarvestBlockNs, true));
+  CHECK_FALSE(harvest_trial(&trial, true, 20, 16 * kS + kHarvestBlockNs));
+}

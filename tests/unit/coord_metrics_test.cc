@@ -154,3 +154,32 @@ TEST_CASE("a job on several GPUs has its ranks' steps in its record and metrics"
   CHECK(record["ranks"][1]["step_ms"].is_null());
   CHECK_THAT(prometheus_text({record}), !Catch::Contains(R"(pid="102"})"));
 }
+
+TEST_CASE("a job on several GPUs names the rank the others wait for in its record and metrics",
+          "[coord][metrics][ranks]") {
+  JobView job = a_job();
+  job.ranks.push_back(RankView{101, {"GPU-aa"}, 300, 40, 0.232, 0, true});
+  job.ranks.push_back(RankView{102, {"GPU-bb"}, 300, 40, 9.755, 9.523, false});
+  ordered_json record = job_record(job);
+  CHECK(record["waited_for_pid"] == 101);
+  CHECK(record["ranks"][0]["collective_ms"] == 0.232);
+  CHECK(record["ranks"][1]["wait_ms"] == 9.523);
+  std::string text = prometheus_text({record});
+  CHECK_THAT(text, Catch::Contains(R"(gpushare_job_rank_waited_for{job_id="7",job_name="train",)"
+                                   R"(uid="1000",gpu_uuid="GPU-aa",pid="101"} 1)"));
+  CHECK_THAT(text, Catch::Contains(R"(gpushare_job_rank_waited_for{job_id="7",job_name="train",)"
+                                   R"(uid="1000",gpu_uuid="GPU-bb",pid="102"} 0)"));
+  CHECK_THAT(text, Catch::Contains(R"(gpushare_job_rank_collective_wait_seconds{job_id="7",)"
+                                   R"(job_name="train",uid="1000",gpu_uuid="GPU-bb",pid="102"} 0.0095)"));
+  // Nothing measured, or no rank waits: null, and no waited-for samples.
+  for (RankView& rank : job.ranks) {
+    rank.waited_for = false;
+    rank.collective_ms = rank.wait_ms = -1;
+  }
+  record = job_record(job);
+  CHECK(record["waited_for_pid"].is_null());
+  CHECK(record["ranks"][1]["wait_ms"].is_null());
+  text = prometheus_text({record});
+  CHECK_THAT(text, !Catch::Contains("gpushare_job_rank_waited_for{"));
+  CHECK_THAT(text, !Catch::Contains("gpushare_job_rank_collective_wait_seconds{"));
+}

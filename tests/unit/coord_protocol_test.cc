@@ -11,7 +11,7 @@ using namespace gpushare::coord;
 namespace {
 
 const char* kRegister =
-    R"({"kind":"register","version":1,"protocol":1,"layout_version":9,"name":"train",)"
+    R"({"kind":"register","version":1,"protocol":1,"layout_version":10,"name":"train",)"
     R"("qos":"opportunistic","devices":[{"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",)"
     R"("mem_total_bytes":17179869184,"requested_limit_bytes":4294967296,"mem_limit_bytes":1073741824}]})";
 

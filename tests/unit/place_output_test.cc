@@ -133,6 +133,18 @@ TEST_CASE("slurm arguments per class and status", "[place][output][slurm]") {
   CHECK(slurm_arguments(held) == "--job-name='it'\\''s mine' --hold");
 }
 
+TEST_CASE("slurm arguments of an opportunistic job beside a GPU held whole ask for no GPU",
+          "[place][output][slurm]") {
+  // Slurm gives a production job's GPU whole (gpu:N), and a GPU held whole
+  // has no shard for a second job: shard:1 would never be scheduled there.
+  Placement beside = placed(kQosOpportunistic, {{"n1", {0}}});
+  beside.mem_bytes = 268435456;
+  beside.beside_whole_gpu = true;
+  CHECK(slurm_arguments(beside) ==
+        "--job-name=train-7 --nodes=1 --nodelist=n1 "
+        "--export=ALL,GPUSHARE_QOS=opportunistic,GPUSHARE_MEM_LIMIT=268435456");
+}
+
 TEST_CASE("env assignments for one placed job", "[place][output][env]") {
   auto env = env_assignments(placed(kQosProduction, {{"n1", {2, 3}}}));
   REQUIRE(env);

@@ -257,6 +257,20 @@
 // it holds there is still seen by NVML (serve's memory enforcement).
 // Claiming contexts everywhere only holds it everywhere, as before layout 9.
 //
+// Collectives (layout 10, telemetry). A data-parallel job's ranks meet at
+// a collective (NCCL's all-reduce) every step, whose kernel spins on each
+// rank's GPU from its start until the last rank's has started, then moves
+// the data: the rank the others wait for spends least time in it. The
+// interposer recognises collective kernels by name (NCCL's ncclKernel_* and
+// ncclDevKernel_*, learnt when the program looks the function up), records
+// an event on the kernel's stream just before and just after it, and adds,
+// per device, each finished pair's elapsed time to `collective_ns` and one
+// to `collectives`. The coordinator compares the mean spans across a job's
+// ranks (gang.h). A process may lie: one that claims long spans makes its
+// rank look like one that waits, which opens its GPU to the opportunistic
+// job beside it; only the job's own speed pays for that (the gang's
+// controller still holds every opportunistic job when the job slows).
+//
 // Versioning: `magic` and `layout_version` open each page; a reader that
 // finds another version refuses the page (the coordinator and the job then
 // treat each other as absent). Fields are only ever added at the end, into
@@ -275,7 +289,7 @@ namespace gpushare::coord {
 inline constexpr std::uint32_t kLimitsMagic = 0x4d4c5347;     // "GSLM" little-endian
 inline constexpr std::uint32_t kTelemetryMagic = 0x544c5347;  // "GSLT" little-endian
 inline constexpr std::uint32_t kYieldMagic = 0x594c5347;      // "GSLY" little-endian
-inline constexpr std::uint32_t kLayoutVersion = 9;
+inline constexpr std::uint32_t kLayoutVersion = 10;
 /// Production jobs whose yield pages one opportunistic job can follow.
 inline constexpr int kYieldSlots = 8;
 /// A mark held this long with no new 0 -> 1 transition and no new beat is
@@ -394,6 +408,11 @@ struct TelemetryPage {
   std::atomic<std::uint64_t> hold_since_ns;   ///< layout 6: CLOCK_MONOTONIC; 0: not held
   std::atomic<std::uint64_t> held_ns[kHoldReasons];  ///< layout 6: waits so far, per reason
   std::atomic<std::uint64_t> launch_cost_ns;  ///< layout 6: learned GPU time per launch; 0: none
+  /// Layout 10 ("Collectives"): per device, the summed spans of the
+  /// process's collective kernels (from just before each to its end) and
+  /// how many were timed.
+  std::atomic<std::uint64_t> collective_ns[kMaxDevices];
+  std::atomic<std::uint64_t> collectives[kMaxDevices];
 };
 
 /// A job's yield page (layout 4; `beats`, layout 5): written by the job

@@ -315,23 +315,44 @@ void job_compute_families(Writer& w, const Records& records) {
     w.sample(l, field(r, "gpu_share_limit_pct") / 100.0);
   });
   // A job on several GPUs: each rank's step, on its GPU.
+  auto each_rank = [&](auto&& sample) {
+    for (const ordered_json& r : records) {
+      if (!is_kind(r, "job")) continue;
+      auto ranks = r.find("ranks");
+      if (ranks == r.end() || !ranks->is_array()) continue;
+      for (const ordered_json& rank : *ranks) {
+        auto gpus = rank.find("gpus");
+        std::string gpu = gpus != rank.end() && gpus->is_array() && !gpus->empty() &&
+                                  (*gpus)[0].is_string()
+                              ? (*gpus)[0].get<std::string>()
+                              : "";
+        Labels labels =
+            with(with(job_labels(r), "gpu_uuid", gpu), "pid", string_field(rank, "pid"));
+        sample(r, rank, labels);
+      }
+    }
+  };
   w.family({"gpushare_job_rank_step_seconds", "gauge",
             "For a job on several GPUs, each rank's measured step time (the pid and GPU of "
             "the rank as labels); the job's step is its slowest rank's."});
-  for (const ordered_json& r : records) {
-    if (!is_kind(r, "job")) continue;
-    auto ranks = r.find("ranks");
-    if (ranks == r.end() || !ranks->is_array()) continue;
-    for (const ordered_json& rank : *ranks) {
-      auto gpus = rank.find("gpus");
-      std::string gpu = gpus != rank.end() && gpus->is_array() && !gpus->empty() &&
-                                (*gpus)[0].is_string()
-                            ? (*gpus)[0].get<std::string>()
-                            : "";
-      Labels labels = with(with(job_labels(r), "gpu_uuid", gpu), "pid", string_field(rank, "pid"));
-      w.sample(labels, field(rank, "step_ms") / 1000.0);
-    }
-  }
+  each_rank([&](const ordered_json&, const ordered_json& rank, const Labels& labels) {
+    w.sample(labels, field(rank, "step_ms") / 1000.0);
+  });
+  w.family({"gpushare_job_rank_collective_wait_seconds", "gauge",
+            "For a job on several GPUs, each rank's wait in its collectives, per collective: "
+            "its mean collective time less the least of its job's ranks (absent: not "
+            "measured)."});
+  each_rank([&](const ordered_json&, const ordered_json& rank, const Labels& labels) {
+    w.sample(labels, field(rank, "wait_ms") / 1000.0);
+  });
+  w.family({"gpushare_job_rank_waited_for", "gauge",
+            "For a job on several GPUs whose ranks' collectives are measured, 1 for the rank "
+            "the others wait for, 0 for the others (absent: none waits, or not measured)."});
+  each_rank([&](const ordered_json& r, const ordered_json& rank, const Labels& labels) {
+    double waited_for = field(r, "waited_for_pid");
+    if (std::isnan(waited_for)) return;
+    w.sample(labels, field(rank, "pid") == waited_for ? 1 : 0);
+  });
   w.family({"gpushare_job_over_limit", "gauge",
             "1 while the coordinator sees the job hold more device memory than its limit "
             "through NVML (a violation), else 0."});

@@ -425,19 +425,26 @@ ordered_json job_record(const JobView& job) {
     ordered_json ranks = ordered_json::array();
     double slowest = -1;
     bool all_measured = true;
+    std::int64_t waited_for = 0;
     for (const RankView& rank : job.ranks) {
       double step_ms = rank.steps_per_s > 0 ? 1000.0 / rank.steps_per_s : -1;
       ranks.push_back({{"pid", rank.pid},
                        {"gpus", rank.gpus},
                        {"iterations", rank.iterations},
-                       {"step_ms", measured(step_ms)}});
+                       {"step_ms", measured(step_ms)},
+                       {"collective_ms", measured(rank.collective_ms)},
+                       {"wait_ms", measured(rank.wait_ms)}});
       all_measured = all_measured && step_ms > 0;
       if (step_ms > slowest) slowest = step_ms;
+      if (rank.waited_for) waited_for = rank.pid;
     }
     record["ranks"] = std::move(ranks);
     // The job's step is its slowest rank's: the others wait for it at the
     // collective that ends each step.
     record["step_ms"] = all_measured ? measured(slowest) : ordered_json(nullptr);
+    // The rank the others wait for, by the ranks' time in their collectives
+    // (null: none waits, or not measured).
+    record["waited_for_pid"] = waited_for != 0 ? ordered_json(waited_for) : ordered_json(nullptr);
   }
   {  // the job's managed-backed memory, summed over its devices
     std::uint64_t on_device = 0, on_host = 0;

@@ -136,6 +136,11 @@ struct RankView {
   std::vector<std::string> gpus;  ///< UUIDs of the GPUs it holds memory on
   std::uint64_t iterations = 0;   ///< its steps (iteration boundaries) so far
   double steps_per_s = -1;        ///< as the compute loop measured it; < 0: not measured
+  /// Its mean collective span and its wait in it, per collective (< 0: not
+  /// measured), and whether the other ranks wait for it (compute/gang.h).
+  double collective_ms = -1;
+  double wait_ms = -1;
+  bool waited_for = false;
 };
 
 struct JobView {

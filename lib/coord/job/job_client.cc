@@ -109,6 +109,12 @@ void copy_telemetry(TelemetryPage* page) {
     page->hold_since_ns.store(c->hold_since_ns.load(std::memory_order_relaxed));
     for (int i = 0; i < kHoldReasons; ++i) page->held_ns[i].store(c->held_ns[i].load());
     page->launch_cost_ns.store(c->launch_cost_ns.load(std::memory_order_relaxed));
+    for (int i = 0; i < kMaxDevices; ++i) {  // layout 10: the collectives' spans
+      page->collective_ns[i].store(c->collective_ns[i].load(std::memory_order_relaxed),
+                                   std::memory_order_relaxed);
+      page->collectives[i].store(c->collectives[i].load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
+    }
   }
   page->heartbeat_ns.store(now_ns(), std::memory_order_release);
 }

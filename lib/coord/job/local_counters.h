@@ -80,6 +80,10 @@ struct LocalCounters {
   std::atomic<std::uint64_t> migration_started_ns;
   std::atomic<std::uint64_t> migrating_bytes[kMaxDevices];
   std::atomic<std::uint64_t> evicted_bytes[kMaxDevices];
+  /// Layout 10 (control_block.h, "Collectives"): per device, the summed
+  /// spans of the collective kernels whose events finished, and their count.
+  std::atomic<std::uint64_t> collective_ns[kMaxDevices];
+  std::atomic<std::uint64_t> collectives[kMaxDevices];
 };
 
 /// Wakes the client's background thread now (defined in job_client.cc) (control_block.h, "Wake-ups"): it

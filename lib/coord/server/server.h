@@ -73,6 +73,9 @@ struct ServerOptions {
   /// The compute loop's policy (compute_control.h), ticking every
   /// kComputeTickNs on the event loop.
   ComputePolicy compute_policy = ComputePolicy::kGpushare;
+  /// Let the opportunistic jobs beside a gang's rank that waits use its
+  /// wait (compute_loop.h); off by default: bench/share/results.md.
+  bool gang_harvest = false;
   /// Pause an opportunistic job whose memory is mostly on the host while
   /// production runs, every compute tick (memory/host_pause.h).
   bool host_pause = true;

@@ -125,7 +125,7 @@ struct Server::Impl {
   int sweep_fd = -1;
   int compute_fd = -1;
   int memory_fd = -1;
-  ComputeLoop compute{options.compute_policy};
+  ComputeLoop compute{options.compute_policy, options.gang_harvest};
   HostPauser host_pause{options.host_pause};
   Checkpointer checkpointer{options.checkpoint};  // migrate, and suspend through the driver
   MigrationPolicy migration_policy{options.migration_policy};

@@ -45,6 +45,8 @@ struct RealDriver {
   PFN_cuEventRecord_v7000_ptsz real_cuEventRecord_ptsz = nullptr;
   PFN_cuEventQuery_v2000 real_cuEventQuery = nullptr;
   PFN_cuEventElapsedTime_v2000 real_cuEventElapsedTime = nullptr;
+  // Collectives' names (compute/collective.h; CUDA 12.3 and later).
+  PFN_cuFuncGetName_v12030 real_cuFuncGetName = nullptr;
   // Elastic memory (spill.cc).
   PFN_cuMemAdvise_v8000 real_cuMemAdvise = nullptr;
   PFN_cuMemPrefetchAsync_v8000 real_cuMemPrefetchAsync = nullptr;

@@ -6,9 +6,13 @@
 // load of the job's busy word, a store only at an iteration's first
 // launch); then a call through a pointer resolved at load time. No syscall, lock, getenv,
 // IPC or NVML there. Only a gated launch takes the slow path (throttle.h):
-// it may wait, and is tracked with events.
+// it may wait, and is tracked with events. So does a collective's (NCCL's
+// kernels: compute/collective.h), timed with two events; telling it costs
+// the others one relaxed load of a process-wide count, which stays 0 in a
+// process that never looked a collective kernel up.
 #include "coord/job/yield.h"
 #include "interpose/hooks/hooks.h"
+#include "interpose/compute/collective.h"
 #include "interpose/compute/throttle.h"
 
 using namespace gpushare::interpose;
@@ -26,10 +30,17 @@ __attribute__((noinline)) CUresult slow_launch(Args... args) {
   auto real = g_runtime.real.*Entry;
   if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
   gpushare::coord::job::yield_mark_busy();
-  if (!before_launch()) return real(args...);
-  LaunchTicket ticket = throttle_gate(Stream::of(args...), PerThread);
+  bool gated = before_launch();
+  bool collective = collective_function(Stream::function(args...));
+  if (!gated && !collective) return real(args...);
+  CUstream stream = Stream::of(args...);
+  LaunchTicket ticket;
+  if (gated) ticket = throttle_gate(stream, PerThread);
+  CollectiveTicket timing;
+  if (collective) timing = collective_before(stream, PerThread);
   CUresult result = real(args...);
-  throttle_after(&ticket, result);
+  if (collective) collective_after(timing, stream, PerThread, result);
+  if (gated) throttle_after(&ticket, result);
   return result;
 }
 
@@ -39,27 +50,41 @@ struct KernelStream {
                      unsigned, CUstream stream, void**, void**) {
     return stream;
   }
+  static const void* function(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**) {
+    return f;
+  }
 };
 struct CooperativeStream {
   static CUstream of(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      unsigned, CUstream stream, void**) {
     return stream;
   }
+  static const void* function(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**) {
+    return f;
+  }
 };
 struct ConfigStream {
   static CUstream of(const CUlaunchConfig* config, CUfunction, void**, void**) {
     return config != nullptr ? config->hStream : nullptr;
   }
+  static const void* function(const CUlaunchConfig*, CUfunction f, void**, void**) { return f; }
 };
 struct GraphStream {
   static CUstream of(CUgraphExec, CUstream stream) { return stream; }
+  // A collective captured in a graph is not timed (its kernel nodes would
+  // have to be walked at each launch).
+  static const void* function(CUgraphExec, CUstream) { return nullptr; }
 };
 
 // The fast path: the driver is loaded, the thread has its launch slot, the
-// interposer is on, and nothing gates the launch. Counts the launch.
-inline bool launch_fast_path() {
+// interposer is on, nothing gates the launch and it is no collective's.
+// Counts the launch.
+inline bool launch_fast_path(const void* function) {
   LaunchSlot* slot = t_launch_slot;
-  if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::job::launch_gated())
+  if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::job::launch_gated() ||
+      collective_function(function))
     return false;
   slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   gpushare::coord::job::yield_mark_busy();  // once per iteration a store, else one load
@@ -72,7 +97,9 @@ inline bool launch_fast_path() {
 #define GS_LAUNCH(symbol, per_thread, Stream, ...)                                    \
   if (__builtin_expect(g_runtime.driver_loaded.load(std::memory_order_acquire), 1)) { \
     auto real = g_runtime.real.real_##symbol;                                         \
-    if (__builtin_expect(real != nullptr && launch_fast_path(), 1)) {                 \
+    if (__builtin_expect(real != nullptr &&                                           \
+                             launch_fast_path(Stream::function(__VA_ARGS__)),         \
+                         1)) {                                                        \
       return real(__VA_ARGS__);                                                       \
     }                                                                                 \
   }                                                                                   \
@@ -124,4 +151,27 @@ CUresult gs_cuGraphLaunch(CUgraphExec graph, CUstream stream) {
 
 CUresult gs_cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) {
   GS_LAUNCH(cuGraphLaunch_ptsz, true, GraphStream, graph, stream);
+}
+
+// Lookups: where the interposer learns which functions are collectives
+// (compute/collective.h). Off the launch path: once per function.
+CUresult gs_cuModuleGetFunction(CUfunction* result, CUmodule module, const char* name) {
+  GS_REAL(cuModuleGetFunction);
+  CUresult status = real(result, module, name);
+  if (status == CUDA_SUCCESS && result != nullptr) learn_function(*result, name);
+  return status;
+}
+
+CUresult gs_cuLibraryGetKernel(CUkernel* result, CUlibrary library, const char* name) {
+  GS_REAL(cuLibraryGetKernel);
+  CUresult status = real(result, library, name);
+  if (status == CUDA_SUCCESS && result != nullptr) learn_function(*result, name);
+  return status;
+}
+
+CUresult gs_cuKernelGetFunction(CUfunction* result, CUkernel kernel) {
+  GS_REAL(cuKernelGetFunction);
+  CUresult status = real(result, kernel);
+  if (status == CUDA_SUCCESS && result != nullptr) learn_kernel_function(kernel, *result);
+  return status;
 }

@@ -12,6 +12,7 @@
 #include "interpose/core/clock.h"
 #include "interpose/hooks/hooks.h"
 #include "interpose/memory/suspend.h"
+#include "interpose/compute/collective.h"
 #include "interpose/compute/throttle.h"
 
 using namespace gpushare::interpose;
@@ -34,6 +35,7 @@ void after_sync(CUresult result) {
     g_counters.iterations.fetch_add(1, std::memory_order_relaxed);
   }
   throttle_reap_all();
+  collective_reap();  // the collectives' spans (compute/collective.h)
 }
 
 CUresult observed(CUresult result) {

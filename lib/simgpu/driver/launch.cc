@@ -31,7 +31,7 @@
 // idle device and early otherwise (the link is then reserved before the
 // kernel could use it: errs toward charging the link sooner, not less).
 //
-// Collectives: gpushare_allreduce (collective.h) is queued as a gated
+// Collectives: the all-reduce kernel (collective.h) is queued as a gated
 // kernel through collective_enqueue, which matches it with the other
 // ranks' kernels; its parameters come from kernelParams only.
 //
@@ -100,7 +100,7 @@ CUresult spin_duration(void** params, void** extra, std::int64_t* duration_ns) {
   return CUDA_SUCCESS;
 }
 
-// gpushare_allreduce's parameters: (u64 bytes, u64 comm, u32 rank,
+// The all-reduce kernel's parameters: (u64 bytes, u64 comm, u32 rank,
 // u32 world_size), from kernelParams.
 CUresult collective_call(void** params, CollectiveCall* call) {
   if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;

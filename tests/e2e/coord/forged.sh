@@ -71,7 +71,7 @@ root_id=$(gpushare-ctl show train | jq .id)
 stop_coordinator KILL
 kill -STOP "${job_pid[root]}"
 start_coordinator
-register='{"kind":"register","version":1,"protocol":1,"layout_version":9,"name":"train","qos":"production","id_hint":'"$root_id"',"devices":[{"uuid":"'"$real_device"'","mem_total_bytes":'"$sixteen_gib"',"requested_limit_bytes":null,"mem_limit_bytes":null}]}'
+register='{"kind":"register","version":1,"protocol":1,"layout_version":10,"name":"train","qos":"production","id_hint":'"$root_id"',"devices":[{"uuid":"'"$real_device"'","mem_total_bytes":'"$sixteen_gib"',"requested_limit_bytes":null,"mem_limit_bytes":null}]}'
 echo "$register" | "${as_attacker[@]}" "$libexec/tests/gpushare-coord-raw" --timeout-ms 30000 \
   >"$scratch/raw.out" 2>&1 &
 raw_pid=$!

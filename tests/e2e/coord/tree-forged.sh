@@ -50,7 +50,7 @@ expect_grep "no job tree file $victim_tree" "$scratch/job-a1.err"
 # stays until the client's timeout or its end).
 register() {  # NAME TREE_FIELDS [--pass FILE]
   local name=$1 fields=$2; shift 2
-  echo '{"kind":"register","version":1,"protocol":1,"layout_version":9,"name":"'"$name"'","qos":"production"'"$fields"',"devices":[{"uuid":"'"$device"'","mem_total_bytes":17179869184,"requested_limit_bytes":null,"mem_limit_bytes":null}]}' |
+  echo '{"kind":"register","version":1,"protocol":1,"layout_version":10,"name":"'"$name"'","qos":"production"'"$fields"',"devices":[{"uuid":"'"$device"'","mem_total_bytes":17179869184,"requested_limit_bytes":null,"mem_limit_bytes":null}]}' |
     "${as_attacker[@]}" "$raw_client" --timeout-ms 30000 "$@" >"$scratch/raw-$name.out" 2>&1 &
   raw_pids+=($!)
   wait_for "the registration of $name" 5 grep -q '"kind":"registered"' "$scratch/raw-$name.out"

@@ -41,6 +41,12 @@ gpushare-place -c "$scratch/cluster.toml" --jobs "$scratch/jobs.jsonl" >"$scratc
 # As sbatch arguments: the gang on one node, its GPUs whole.
 gpushare-place -c "$scratch/cluster.toml" -f slurm --jobs "$scratch/jobs.jsonl" >"$scratch/slurm"
 expect_grep '^--job-name=ddp --nodes=1 --nodelist=n2 --gres=gpu:4 ' "$scratch/slurm"
+# The opportunistic jobs beside llm's ranks, on GPUs Slurm gives llm
+# whole: no shard of them is left, so they ask for no GPU gres.
+expect_grep '^--job-name=sweep --nodes=1 --nodelist=n1 --export=ALL,GPUSHARE_QOS=opportunistic$' \
+  "$scratch/slurm"
+expect_grep '^--job-name=sweep2 --nodes=1 --nodelist=n1 --export=' "$scratch/slurm"
+! grep -q shard "$scratch/slurm" || fail "shards beside GPUs held whole: $(cat "$scratch/slurm")"
 
 # The next run starts from the state: ddp runs on n2's four GPUs, llm on
 # n1's. With n2's utilisation lowered, a job of two opportunistic GPUs

@@ -1,6 +1,8 @@
 #include "coord/server/compute/compute_loop.h"
 
+#include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -41,11 +43,14 @@ void ComputeLoop::sample_yield(Registry& registry, std::uint64_t now_ns) {
   yield_.sample(now_ns, producers, registered);
 }
 
-// One device's yield masks: pages sent where needed, masks written.
+// One device's yield masks: pages sent where needed, masks written. The
+// opportunistic jobs do not follow `unfollowed` (a rank that waits for the
+// others, whose wait they use: tick; 0: none).
 void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Process*, int>>& members,
-                             const std::vector<bool>& live) {
+                             const std::vector<bool>& live, std::uint64_t unfollowed) {
   std::vector<YieldProducer> on_device;
   for (const auto& [job, device] : members) {
+    if (job->key == unfollowed) continue;
     if (auto p = producers_.find(job->key); p != producers_.end()) on_device.push_back(p->second);
   }
   // Each opportunistic job's part of a gap (control_block.h, "Shares of
@@ -91,7 +96,6 @@ void ComputeLoop::plan_yield(bool controlled, const std::vector<std::pair<Proces
 // The control groups of this tick (gang.h): each process's GPUs and those
 // it holds memory on (a rank's own), as the registry has them.
 std::map<std::string, std::string> ComputeLoop::gang_groups(Registry& registry) {
-  if (policy_ != ComputePolicy::kGpushare) return {};
   std::vector<GangProcess> processes;
   registry.for_each_process([&](Process& job) {
     GangProcess p;
@@ -107,8 +111,76 @@ std::map<std::string, std::string> ComputeLoop::gang_groups(Registry& registry) 
     }
     processes.push_back(std::move(p));
   });
-  gangs_ = find_gangs(processes);
+  gangs_ = find_gangs(processes);  // for measure_gangs under every policy
+  if (policy_ != ComputePolicy::kGpushare) return {};
   return control_groups(processes, gangs_);
+}
+
+// Each rank's collectives (gang.h): its spans over the last window, summed
+// over the GPUs it uses, and which rank the others wait for. Under every
+// policy (ls and show say it); waiting_ only under gpushare's.
+void ComputeLoop::measure_gangs(Registry& registry, std::uint64_t now_ns) {
+  std::map<std::uint64_t, SpanMeter> spans;
+  std::map<std::uint64_t, double> harvests;
+  waiting_.clear();
+  registry.for_each_process([&](Process& job) {
+    job.collective_ms = job.collective_wait_ms = -1;
+    job.waited_for = false;
+  });
+  for (const Gang& gang : gangs_) {
+    std::vector<RankSpan> ranks;
+    std::vector<Process*> processes;
+    for (std::uint64_t key : gang.ranks) {
+      auto at = jobs_.find(key);
+      if (at == jobs_.end()) continue;
+      Process* rank = at->second;
+      const TelemetryPage& t = rank->block->telemetry();
+      std::uint64_t ns = 0, count = 0;
+      for (std::size_t i = 0; i < kMaxDevices; ++i) {
+        ns += t.collective_ns[i].load(std::memory_order_relaxed);
+        count += t.collectives[i].load(std::memory_order_relaxed);
+      }
+      SpanMeter& meter = spans[key];
+      if (auto old = spans_.find(key); old != spans_.end()) meter = old->second;
+      meter.sample(now_ns, ns, count);
+      ranks.push_back(meter.span());
+      processes.push_back(rank);
+    }
+    GangWait wait = gang_wait(ranks);
+    std::vector<std::optional<double>> harvest(processes.size());
+    bool any_harvest = false;
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      std::optional<double> was;
+      if (auto h = harvests_.find(processes[i]->key); h != harvests_.end()) was = h->second;
+      harvest[i] = harvest_wait(was, wait, i);
+      if (harvest[i]) harvests[processes[i]->key] = *harvest[i];
+      any_harvest = any_harvest || harvest[i].has_value();
+    }
+    // While a rank's wait is used it may look too short to count; the
+    // rank with the least time is still the one the others wait for.
+    int waited_for = wait.waited_for >= 0 ? wait.waited_for : (any_harvest ? wait.least : -1);
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      Process& rank = *processes[i];
+      rank.collective_ms = ranks[i].span_ms;
+      rank.collective_wait_ms = wait.wait_ms[i];
+      rank.waited_for = waited_for == static_cast<int>(i);
+      if (!harvest[i] || policy_ != ComputePolicy::kGpushare || !gang_harvest_ ||
+          processes.size() > kHarvestMaxRanks) {
+        continue;
+      }
+      // Its GPU: the one it holds memory on (a rank uses one).
+      const TelemetryPage& t = rank.block->telemetry();
+      std::vector<std::string> used;
+      for (std::size_t d = 0; d < rank.devices.size() && d < kMaxDevices; ++d) {
+        if (t.devices[d].mem_used_bytes.load(std::memory_order_relaxed) != 0) {
+          used.push_back(rank.devices[d].uuid);
+        }
+      }
+      if (used.size() == 1) waiting_[used[0]] = {rank.key, *harvest[i]};
+    }
+  }
+  spans_ = std::move(spans);
+  harvests_ = std::move(harvests);
 }
 
 void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
@@ -128,6 +200,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
   // production job on several GPUs together (gang.h). TGS stays one per
   // GPU, as published.
   std::map<std::string, std::string> group_of = gang_groups(registry);
+  measure_gangs(registry, now_ns);
   std::map<std::string, std::vector<Member>> by_group;
   std::map<std::string, std::vector<std::string>> group_gpus;
   for (const auto& [uuid, members] : by_device) {
@@ -187,6 +260,72 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
     for (std::size_t i = 0; i < live.size() && i < outputs.size(); ++i) {
       decided[live[i]] = &outputs[i];
     }
+    // Beside a rank that waits for the others (measure_gangs), the
+    // opportunistic jobs may use part of its wait: they follow none of
+    // its marks, so their kernels may run beside the rank's own, under a
+    // GPU-time cap of its gaps and kWaitHarvest of its wait (gang.h,
+    // wait_harvest_ppm) split among them, the wait's part never above the
+    // level's own cap: a gang that slows has the level cut, and this with
+    // it. Only on a GPU where that rank is the only production process,
+    // outside profiling and a held level. The rank the others wait for,
+    // and every rank while nothing is measured, are protected as before:
+    // their marks are followed.
+    std::map<std::string, std::uint64_t> unfollowed;  // GPU -> the waiting rank
+    std::map<std::string, std::uint64_t> beside;      // GPU -> its live opportunistic jobs
+    std::map<std::string, double> gaps;               // GPU -> the rank's idle share
+    for (const std::string& uuid : gpus) {
+      auto w = waiting_.find(uuid);
+      if (w == waiting_.end() || status.phase == "free" || status.phase == "profile") continue;
+      int production = 0;
+      std::uint64_t opportunistic = 0;
+      bool rank_here = false;
+      for (const Member& m : by_device[uuid]) {
+        if (m.job->block->qos() == kQosProduction) {
+          ++production;
+          rank_here = rank_here || m.job->key == w->second.rank;
+        } else if (seen[m.job]) {
+          ++opportunistic;
+        }
+      }
+      if (production != 1 || !rank_here || opportunistic == 0) continue;
+      unfollowed[uuid] = w->second.rank;
+      beside[uuid] = opportunistic;
+      auto rank = jobs_.find(w->second.rank);
+      gaps[uuid] = rank != jobs_.end() ? rank->second->block->yield_gap_share() : 0;
+    }
+    std::set<std::string> candidates;  // GPUs whose jobs may take the wait's cap
+    std::map<std::string, double> speed;  // GPU -> its opportunistic jobs' summed speed
+    for (const Member& m : members) {
+      auto d = decided.find(m.job);
+      if (d == decided.end()) continue;
+      const std::string& uuid = m.job->devices[m.device].uuid;
+      if (unfollowed.count(uuid) == 0 || m.job->block->qos() != kQosOpportunistic) continue;
+      if (d->second->limits.launch_budget == kNoLimit) candidates.insert(uuid);
+      double& sum = speed.emplace(uuid, 0).first->second;
+      if (sum >= 0) sum = d->second->speed_per_s >= 0 ? sum + d->second->speed_per_s : -1;
+    }
+    // Each use of a wait is a trial (gang.h, harvest_trial): kept only
+    // where it pays, and ended when the group's production slows by twice
+    // the loop's target (its slowest, as the controller measured it; once
+    // the target, a single noisy measurement, ended most uses).
+    bool slowed = false;
+    for (const Member& m : members) {
+      auto d = decided.find(m.job);
+      if (d == decided.end() || m.job->block->qos() != kQosProduction) continue;
+      // Its speed against its solo speed, as the controller measured both
+      // (its slowdown field is not set for every rank).
+      const ComputeJobOutput& o = *d->second;
+      slowed = slowed || (o.speed_per_s > 0 && o.solo_speed_per_s > 0 &&
+                          o.speed_per_s < (1 - 2 * ComputeTuning{}.slowdown_target) * o.solo_speed_per_s);
+    }
+    std::set<std::string> harvesting;
+    for (const std::string& uuid : gpus) {
+      auto s = speed.find(uuid);
+      if (harvest_trial(&trials_[uuid], candidates.count(uuid) != 0,
+                        s != speed.end() ? s->second : -1, now_ns, slowed)) {
+        harvesting.insert(uuid);
+      }
+    }
     for (const Member& m : members) {
       auto d = decided.find(m.job);
       if (d == decided.end()) {
@@ -196,9 +335,17 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
         m.job->block->set_compute(m.device, limits);
         continue;
       }
-      m.job->block->set_compute(m.device, d->second->limits);
+      ComputeJobOutput out = *d->second;
+      const std::string& uuid = m.job->devices[m.device].uuid;
+      if (harvesting.count(uuid) != 0 && m.job->block->qos() == kQosOpportunistic &&
+          out.limits.launch_budget == kNoLimit) {
+        std::uint64_t cap = wait_harvest_ppm(waiting_[uuid].wait_share, gaps[uuid],
+                                             out.limits.compute_cap_ppm, beside[uuid]);
+        out.limits.compute_cap_ppm = std::min(cap, m.job->compute_cap_ppm);
+      }
+      m.job->block->set_compute(m.device, out.limits);
       if (static_cast<std::size_t>(m.device) == first_counted(*m.job)) {
-        m.job->compute = *d->second;
+        m.job->compute = out;
         m.job->compute_phase = status.phase;
       }
     }
@@ -210,7 +357,9 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
         all.emplace_back(m.job, m.device);
         is_live.push_back(seen[m.job]);
       }
-      plan_yield(controlled, all, is_live);
+      auto u = unfollowed.find(uuid);
+      plan_yield(controlled, all, is_live,
+                 u != unfollowed.end() && harvesting.count(uuid) != 0 ? u->second : 0);
     }
   }
 }

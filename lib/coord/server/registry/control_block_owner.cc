@@ -129,6 +129,13 @@ std::uint64_t ControlBlock::yield_marks() const {
   return yield_ != nullptr ? yield_->marks.load(std::memory_order_relaxed) : 0;
 }
 
+double ControlBlock::yield_gap_share() const {
+  if (yield_ == nullptr) return 0;
+  double gap = static_cast<double>(yield_->gap_ns.load(std::memory_order_relaxed));
+  double span = static_cast<double>(yield_->span_ns.load(std::memory_order_relaxed));
+  return gap > 0 && span > 0 ? gap / (gap + span) : 0;
+}
+
 std::uint32_t ControlBlock::yield_beats() const {
   return yield_ != nullptr ? yield_->beats.load(std::memory_order_relaxed) : 0;
 }

@@ -40,6 +40,9 @@ class ControlBlock {
   bool yield_busy() const;
   std::uint64_t yield_marks() const;
   std::uint32_t yield_beats() const;  ///< the producer's heartbeat (control_block.h)
+  /// The part of its step the job is idle, by its page's claims (gap over
+  /// gap plus span, layout 7; 0 while unknown).
+  double yield_gap_share() const;
 
   int device_count() const { return static_cast<int>(limits_->device_count); }
   std::uint64_t mem_limit(int device) const;

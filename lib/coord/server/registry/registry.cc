@@ -424,6 +424,9 @@ void Registry::rank_view(const Job& job, JobView* view) const {
     if (rank.gpus.empty()) continue;  // a launcher, or a rank not started yet
     rank.iterations = telemetry.iterations.load(std::memory_order_relaxed);
     rank.steps_per_s = process.compute.speed_in_iterations ? process.compute.speed_per_s : -1;
+    rank.collective_ms = process.collective_ms;
+    rank.wait_ms = process.collective_wait_ms;
+    rank.waited_for = process.waited_for;
     ranks.push_back(std::move(rank));
   }
   if (gpus.size() >= 2 && ranks.size() >= 2) view->ranks = std::move(ranks);

@@ -75,6 +75,12 @@ struct Process {
   ComputeJobOutput compute;                  ///< the controller's last word (first device)
   std::string compute_phase;
   HoldTrack hold;  ///< its hold counters over the last window (the compute loop samples)
+  /// A rank of a production job on several GPUs (compute/gang.h): its mean
+  /// collective span and wait (ms per collective; < 0: not measured), and
+  /// whether the other ranks wait for it; the compute loop sets them.
+  double collective_ms = -1;
+  double collective_wait_ms = -1;
+  bool waited_for = false;
 };
 
 /// Whether a process uses its device `index` (its CUdevice ordinal, the
