@@ -90,8 +90,17 @@ opp_rate() {
 o0=$(opp_rate "$scratch/opp0.jsonl") o1=$(opp_rate "$scratch/opp1.jsonl")
 echo "gang alone $alone steps/s, beside two opportunistic jobs $with;" \
   "opp0 (beside the slow rank) $o0 it/s, opp1 (beside the waiting rank) $o1" >&2
-awk -v a="$o0" -v b="$o1" 'BEGIN { exit !(b > 1.3 * a && b > 1) }' ||
-  fail "the job beside the waiting rank did not harvest more: $o1 it/s against $o0"
+# The harvest's contract: the job beside the waiting rank gets more, unless
+# the gang slowed past the loop's target meanwhile, which ends the use and
+# blocks it for 20 s (gang.h, HarvestTrial): on a loaded 2-core machine the
+# host's own noise can do that, and then protection is the right outcome.
+if awk -v w="$with" -v a="$alone" 'BEGIN { exit !(w >= 0.97 * a) }'; then
+  awk -v a="$o0" -v b="$o1" 'BEGIN { exit !(b > 1.3 * a && b > 1) }' ||
+    fail "the job beside the waiting rank did not harvest more: $o1 it/s against $o0," \
+      "with the gang at $with steps/s of $alone alone"
+else
+  echo "the gang ran below 0.97 of alone ($with of $alone): the harvest may have been ended" >&2
+fi
 # The margin e2e/coord-gang-protect gives (protection from none: 0.56-0.60
 # without gpushare); bench/share measures the figure.
 awk -v w="$with" -v a="$alone" 'BEGIN { exit !(w >= 0.65 * a) }' ||
