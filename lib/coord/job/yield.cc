@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "coord/contract/fd_passing.h"
+#include "coord/contract/repeat_lag.h"
 #include "coord/job/clock.h"
 #include "coord/job/wire.h"
 
@@ -309,37 +310,14 @@ std::uint64_t yield_busy_room(std::uint64_t tail_ns, std::uint64_t span_ns, std:
 }
 
 std::uint64_t yield_predict_span(const std::uint64_t* recent, int count) {
-  // Differences between marks `lag` apart, relative; the least lag whose
-  // difference is the least (within a quarter) names the pattern, if it
-  // is clearly closer than at a lag of one.
-  constexpr int kMaxLag = 4;
-  constexpr int kMinPairs = 3;
-  double difference[kMaxLag + 1] = {};
-  bool judged[kMaxLag + 1] = {};
-  double least = -1;
-  for (int lag = 1; lag <= kMaxLag; ++lag) {
-    double sum = 0;
-    int pairs = 0;
-    for (int k = 0; k + lag < count; ++k) {
-      if (recent[k] == 0 || recent[k + lag] == 0) continue;
-      double a = static_cast<double>(recent[k]), b = static_cast<double>(recent[k + lag]);
-      sum += (a > b ? a - b : b - a) / (a + b);
-      ++pairs;
-    }
-    if (pairs < kMinPairs) continue;
-    judged[lag] = true;
-    difference[lag] = sum / pairs;
-    if (least < 0 || difference[lag] < least) least = difference[lag];
-  }
   // Marks within 10% of each other are even enough for the smoothed span.
   constexpr double kUnevenMarks = 0.05;  // |a - b| / (a + b)
-  if (!judged[1] || least < 0 || difference[1] < kUnevenMarks || least > 0.5 * difference[1]) {
-    return 0;
-  }
-  for (int lag = 2; lag <= kMaxLag; ++lag) {
-    if (judged[lag] && difference[lag] <= 1.25 * least + 1e-12) return recent[lag - 1];
-  }
-  return 0;
+  constexpr int kMaxLag = 4, kMinPairs = 3, kMaxCount = 16;
+  if (count > kMaxCount) count = kMaxCount;
+  double times[kMaxCount] = {};
+  for (int i = 0; i < count; ++i) times[i] = static_cast<double>(recent[i]);
+  int lag = repeat_lag(times, count, kMaxLag, kMinPairs, kUnevenMarks);
+  return lag > 1 ? recent[lag - 1] : 0;
 }
 
 YieldGrant yield_grant(std::uint64_t mask, std::uint64_t now_ns) {

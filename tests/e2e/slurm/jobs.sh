@@ -185,13 +185,25 @@ index = 1
 model = "simulated"
 mem = "4GiB"
 TOML
-echo '{"id":"placed","tenant":"root","class":"opportunistic","mem_bytes":536870912}' |
-  gpushare-place -c "$scratch/cluster.toml" --slurm-state "$scratch/state" -s "$scratch/after.toml" \
-    -f slurm >"$scratch/line"
-expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --gres=shard:1 " "$scratch/line"
+echo '{"id":"placed","tenant":"root","class":"opportunistic","mem_bytes":536870912}' >"$scratch/placed.json"
+gpushare-place -c "$scratch/cluster.toml" --slurm-state "$scratch/state" -s "$scratch/after.toml" \
+  -f slurm <"$scratch/placed.json" >"$scratch/line"
 # Slurm's running jobs are in the state placement started from.
 for job in "$prod" "$opp2"; do expect_grep "^id = \"slurm-$job\"$" "$scratch/after.toml"; done
-placed=$(eval "submit $(cat "$scratch/line") --wrap 'exec $long --label placed'")
+# Placed on a GPU of its own, it asks for a shard of it; placed beside the
+# whole-GPU production job, for no GPU (Slurm gives no shard of a GPU held
+# whole), and names its GPU itself, from --format env (gpushare-slurm(7)).
+gpushare-place -c "$scratch/cluster.toml" --slurm-state "$scratch/state" -f env \
+  <"$scratch/placed.json" >"$scratch/env"
+visible=$(sed -n 's/^export CUDA_VISIBLE_DEVICES=//p' "$scratch/env")
+[ -n "$visible" ] || fail "no CUDA_VISIBLE_DEVICES in the placement's environment: $(cat "$scratch/env")"
+prod_gpu=$(gpus "$prod")
+if [ "$visible" = "$prod_gpu" ]; then
+  expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --export=ALL,GPUSHARE_QOS=opportunistic," "$scratch/line"
+else
+  expect_grep "^--job-name=placed --nodes=1 --nodelist=$host --gres=shard:1 " "$scratch/line"
+fi
+placed=$(eval "submit $(cat "$scratch/line") --wrap 'export CUDA_VISIBLE_DEVICES=$visible; exec $long --label placed'")
 wait_for "the placed job in gpushare-ctl ls" 30 listed "$placed"
 record "$placed" | jq -e '.qos == "opportunistic" and .mem_limit_bytes == 536870912' >/dev/null ||
   fail "the placed job is not opportunistic at its 512 MiB: $(record "$placed")"

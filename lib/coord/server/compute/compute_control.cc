@@ -106,6 +106,8 @@
 #include <set>
 #include <vector>
 
+#include "coord/contract/repeat_lag.h"
+
 namespace gpushare::coord::server {
 namespace {
 
@@ -200,44 +202,23 @@ struct Track {
   }
   Rate rate_since(std::uint64_t since) const { return rate_between(from(since), samples.back()); }
 
-  // The length of the pattern the job's steps repeat, in steps: the
-  // least lag p (up to kMaxPattern) at which each step's time is closest
-  // to the time of the step p before it, when that is clearly closer than
-  // at a lag of one (half the difference or less); 1 for steps that do not
-  // repeat a pattern, or that end several per sample (their own times are
-  // not seen; such a job's measurement spans many steps anyway). A change
-  // of the level beside the job moves all its steps alike, so it does not
-  // hide the pattern, where a spread of window means would have taken it
-  // for noise.
+  // The length of the pattern the job's steps repeat, in steps (up to
+  // kMaxPattern; coord/contract/repeat_lag.h says how); 1 for steps that
+  // do not repeat a pattern, or that end several per sample (their own
+  // times are not seen; such a job's measurement spans many steps anyway).
+  // A change of the level beside the job moves all its steps alike, so it
+  // does not hide the pattern, where a spread of window means would have
+  // taken it for noise.
   std::uint64_t step_pattern() const {
-    std::vector<double> steps;  // the times of single steps, oldest first; 0: unseen
+    double steps[kBoundaries] = {};  // the times of single steps, oldest first; 0: unseen
+    int count = 0;
     for (std::size_t i = 1; i < boundaries.size(); ++i) {
       const Boundary& a = boundaries[i - 1];
       const Boundary& b = boundaries[i];
-      steps.push_back(b.index - a.index == 1 ? static_cast<double>(b.ns - a.ns) : 0.0);
+      steps[count++] = b.index - a.index == 1 ? static_cast<double>(b.ns - a.ns) : 0.0;
     }
-    double difference[kMaxPattern + 1] = {};
-    std::uint64_t longest = 0;  // the longest lag with pairs enough to judge
-    for (std::uint64_t lag = 1; lag <= kMaxPattern; ++lag) {
-      double sum = 0;
-      std::size_t pairs = 0;
-      for (std::size_t i = lag; i < steps.size(); ++i) {
-        if (steps[i] <= 0 || steps[i - lag] <= 0) continue;
-        sum += std::fabs(steps[i] - steps[i - lag]) / (steps[i] + steps[i - lag]);
-        ++pairs;
-      }
-      if (pairs < kMinPairs) break;
-      difference[lag] = sum / static_cast<double>(pairs);
-      longest = lag;
-    }
-    if (longest < 2) return 1;
-    double least = difference[1];
-    for (std::uint64_t lag = 2; lag <= longest; ++lag) least = std::min(least, difference[lag]);
-    if (least > 0.5 * difference[1]) return 1;
-    for (std::uint64_t lag = 2; lag <= longest; ++lag) {
-      if (difference[lag] <= least * 1.25 + 1e-12) return lag;
-    }
-    return 1;
+    return static_cast<std::uint64_t>(
+        repeat_lag(steps, count, static_cast<int>(kMaxPattern), static_cast<int>(kMinPairs), 0));
   }
 
   // The steps one measurement of this job spans: a whole number of its
