@@ -76,7 +76,7 @@ void yield_clear_busy();
 /// a pattern, else the smoothed `span_ns`) after its tail and the
 /// `elapsed_ns` since it was set (kMarkElapsedUnknown: not known, no
 /// such rule). Beside the GPT-2 stand-in this raised the opportunistic
-/// job from 0.69-0.77 to 0.75-0.84 of the pair without gpushare, with
+/// job from 0.69-0.77 to 0.74-0.84 of the pair without gpushare, with
 /// production at 0.98 instead of 0.96-0.97 (docs/colocation.md). The
 /// factor trades one pair against the other: 4 gave GPT-2's 0.80-0.85 and
 /// ResNet's 0.77-0.88 (its production at 1.0: what absorbs a batch is
