@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "interpose/core/log.h"
+#include "interpose/compute/event_record.h"
 #include "interpose/core/runtime.h"
 
 namespace gpushare::interpose {
@@ -56,11 +57,7 @@ bool ensure_events(DeviceSpans& d) {
 }
 
 CUresult record(CUevent event, CUstream stream, bool per_thread) {
-  const RealDriver& real = g_runtime.real;
-  if (per_thread && real.real_cuEventRecord_ptsz != nullptr) {
-    return real.real_cuEventRecord_ptsz(event, stream);
-  }
-  return real.real_cuEventRecord(event, stream);
+  return record_event(event, stream, per_thread);
 }
 
 // Retires the finished pairs at the ring's head, in order; never waits.

@@ -12,6 +12,7 @@
 #include "interpose/core/clock.h"
 #include "interpose/core/runtime.h"
 #include "interpose/core/log.h"
+#include "interpose/compute/event_record.h"
 #include "interpose/compute/compute_trace.h"
 #include "interpose/compute/throttle_logic.h"
 
@@ -136,11 +137,7 @@ bool ensure_events(DeviceGate& gate) {
 }
 
 CUresult record(CUevent event, CUstream stream, bool per_thread) {
-  const RealDriver& real = g_runtime.real;
-  if (per_thread && real.real_cuEventRecord_ptsz != nullptr) {
-    return real.real_cuEventRecord_ptsz(event, stream);
-  }
-  return real.real_cuEventRecord(event, stream);
+  return record_event(event, stream, per_thread);
 }
 
 // Retires finished launches from the ring's head; with `wait_oldest`,

@@ -20,12 +20,7 @@ gang=("${common[@]}" --launch 2 --bind-gpu --allreduce 100MB --kernels-per-iter 
 opp=("${common[@]}" --kernels-per-iter 8 --kernel-us 2000)
 start_coordinator --compute-policy gpushare
 
-# Rank 0's steps/s over a file's records from FROM ms (CLOCK_MONOTONIC).
-rank0_rate() {  # FILE FROM
-  jq -rs --argjson from "$2" '[.[] | select(.kind == "workload-iteration" and (.rank // 0) == 0
-    and .t_ms >= $from) | .t_ms] | if length < 2 then 0
-    else (length - 1) / ((.[-1] - .[0]) / 1000) end' "$1"
-}
+# Rank 0's steps/s: rank0_rate (coord.inc).
 expect_exit 0 gpushare-run --sim --production --name alone -- "$workload" "${gang[@]}" \
   --duration 2.5 --per-iteration
 cp "$scratch/out" "$scratch/alone.jsonl"

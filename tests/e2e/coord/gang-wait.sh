@@ -34,12 +34,7 @@ wait
 SCRIPT
 chmod +x "$scratch/gang"
 
-# Rank 0's steps/s over a file's records from FROM ms (CLOCK_MONOTONIC).
-rank0_rate() {  # FILE FROM
-  jq -rs --argjson from "$2" '[.[] | select(.kind == "workload-iteration" and (.rank // 0) == 0
-    and .t_ms >= $from) | .t_ms] | if length < 2 then 0
-    else (length - 1) / ((.[-1] - .[0]) / 1000) end' "$1"
-}
+# Rank 0's steps/s: rank0_rate (coord.inc).
 expect_exit 0 gpushare-run --sim --production --name alone -- "$scratch/gang" --duration 2.5
 cp "$scratch/out" "$scratch/alone.jsonl"
 alone_from=$(jq -rs '[.[] | select(.kind == "workload-iteration")][0].t_ms + 500' "$scratch/alone.jsonl")
