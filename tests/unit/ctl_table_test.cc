@@ -50,12 +50,12 @@ TEST_CASE("the job table's header names each column with its unit", "[ctl][table
   CHECK(table ==
         "ID  NAME  PID  UID  QOS  DEVICE  MEM-USED  MEM-LIMIT  LAUNCHES  SPEED  SOLO-SPEED  "
         "SLOWDOWN  LAUNCH-BUDGET  MAX-QUEUED  GPU-TIME  GPU-TIME-LIMIT  GPU-TIME-CAP  GPU-LAST-S  "
-        "HOLD  STATE\n");
+        "WAITED-FOR  HOLD  STATE\n");
 }
 
 TEST_CASE("speeds carry their unit, iterations or launches", "[ctl][table]") {
   std::vector<std::string> cells = words(gpushare::ctl::job_table({job("iterations", 2.5)}), 1);
-  REQUIRE(cells.size() == 24);  // GPU-LAST-S and HOLD: "-" where the record has none
+  REQUIRE(cells.size() == 25);  // GPU-LAST-S, WAITED-FOR, HOLD: "-" where the record has none
   CHECK(cells[9] == "82.952");
   CHECK(cells[10] == "it/s");
   CHECK(cells[11] == "32.001");
@@ -99,4 +99,23 @@ TEST_CASE("a job on several GPUs shows how many more its ranks use", "[ctl][tabl
                                          {{"pid", 13}, {"gpus", {"GPU-1a1b1c1d-1e1f"}}}});
   CHECK_THAT(gpushare::ctl::job_table({record}), Catch::Contains("GPU-00010203+2"));
   CHECK_THAT(gpushare::ctl::job_table({job("iterations", 0)}), !Catch::Contains("GPU-00010203+"));
+}
+
+TEST_CASE("a job on several GPUs names the rank the others wait for", "[ctl][table]") {
+  ordered_json record = job("iterations", 0);
+  record["ranks"] = ordered_json::array({{{"pid", 11}, {"gpus", {"GPU-00010203-0405"}}},
+                                         {{"pid", 12}, {"gpus", {"GPU-0a0b0c0d-0e0f"}}}});
+  record["waited_for_pid"] = 12;
+  std::vector<std::string> cells = words(gpushare::ctl::job_table({record}), 1);
+  REQUIRE(cells.size() == 25);
+  CHECK(cells[22] == "12");  // WAITED-FOR, after GPU-LAST-S
+  CHECK(gpushare::ctl::state_cell(record) == "running (waits for pid 12)");
+  // Unknown (null, absent, or not a pid): a dash, and the state alone.
+  for (ordered_json value : {ordered_json(nullptr), ordered_json("12; rm -rf"), ordered_json(1.5)}) {
+    record["waited_for_pid"] = value;
+    CHECK(words(gpushare::ctl::job_table({record}), 1)[22] == "-");
+    CHECK(gpushare::ctl::state_cell(record) == "running");
+  }
+  record.erase("waited_for_pid");
+  CHECK(gpushare::ctl::state_cell(record) == "running");
 }

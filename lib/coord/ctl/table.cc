@@ -226,6 +226,14 @@ std::string devices_cell(const ordered_json& record) {
   return cell;
 }
 
+// The rank the job's other ranks wait for at their collectives (a job on
+// several GPUs, docs/compute-sharing.md): its pid, "-" while unknown.
+std::string waited_for(const ordered_json& record) {
+  auto it = record.find("waited_for_pid");
+  if (it == record.end() || !it->is_number_integer()) return "-";
+  return it->dump();
+}
+
 }  // namespace
 
 std::string job_table(const std::vector<ordered_json>& records) {
@@ -234,7 +242,7 @@ std::string job_table(const std::vector<ordered_json>& records) {
   std::vector<Row> rows = {{"ID", "NAME", "PID", "UID", "QOS", "DEVICE", "MEM-USED", "MEM-LIMIT",
                             "LAUNCHES", "SPEED", "SOLO-SPEED", "SLOWDOWN", "LAUNCH-BUDGET",
                             "MAX-QUEUED", "GPU-TIME", "GPU-TIME-LIMIT", "GPU-TIME-CAP", "GPU-LAST-S",
-                            "HOLD", "STATE"}};
+                            "WAITED-FOR", "HOLD", "STATE"}};
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back(
@@ -243,7 +251,8 @@ std::string job_table(const std::vector<ordered_json>& records) {
          text(r, "launches"), speed(r, "speed_per_s"), speed(r, "solo_speed_per_s"), slowdown(r),
          with_unit(r, "launch_budget_per_s", " launches/s"), with_unit(r, "max_queued", " kernels"),
          percent(r, "gpu_share_pct"), percent(r, "gpu_share_limit_pct", "none"),
-         percent(r, "compute_cap_pct", "none"), gpu_last_window(r), text(r, "hold"), state(r)});
+         percent(r, "compute_cap_pct", "none"), gpu_last_window(r), waited_for(r),
+         text(r, "hold"), state(r)});
   }
   return render(rows);
 }
@@ -337,7 +346,10 @@ std::string solo_or_free_cell(const ordered_json& record) {
   return std::to_string(static_cast<long long>(std::lround(ratio * 100))) + "% solo";
 }
 
-std::string state_cell(const ordered_json& record) { return state(record); }
+std::string state_cell(const ordered_json& record) {
+  std::string rank = waited_for(record);
+  return rank == "-" ? state(record) : state(record) + " (waits for pid " + rank + ")";
+}
 
 std::string job_table_short(const std::vector<ordered_json>& records, std::size_t width) {
   std::vector<Row> rows = {
@@ -345,7 +357,7 @@ std::string job_table_short(const std::vector<ordered_json>& records, std::size_
   for (const ordered_json& r : records) {
     if (text(r, "kind") != "job") continue;
     rows.push_back({text(r, "id"), text(r, "name"), class_word(r), gpu_cell(r), memory_cell(r),
-                    speed_cell(r), solo_or_free_cell(r), text(r, "hold"), state(r)});
+                    speed_cell(r), solo_or_free_cell(r), text(r, "hold"), state_cell(r)});
   }
   return render_fitted(rows, width, 1);
 }
