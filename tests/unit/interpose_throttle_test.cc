@@ -204,6 +204,34 @@ TEST_CASE("beside recent clean stretches a stretched one only lowers the cost") 
   CHECK(burst.launch_ns > before);
 }
 
+TEST_CASE("the first clean stretch replaces what was assumed before it") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  constexpr std::uint64_t kUs = 1'000;
+  // An opportunistic job of 2-ms kernels beside a busy production rank (a
+  // compute trace of bench/share's gang4-all-bound): its first stretch,
+  // 7 launches in 26 ms, is production's time slices as much as its own
+  // (an upper bound, counted at twice the assumed 200 us), then one launch
+  // alone in production's gap measures 2 ms.
+  BurstState burst;
+  burst.issued = 7;
+  burst_learn(&burst, 7, 26'354 * kUs, false);
+  CHECK(burst.launch_ns == Approx(400 * kUs));
+  burst.issued = 8;
+  burst_learn(&burst, 1, 2'001 * kUs, true);
+  // The measure, not a blend with the assumption (0.6 ms before this
+  // rule, which the clean stretch's trust then kept for 1024 launches
+  // while 8-launch bursts of 28 ms went into 8-ms gaps).
+  CHECK(burst.launch_ns == Approx(2'001 * kUs));
+  for (int i = 0; i < 100; ++i) {
+    burst.issued += 8;
+    burst_learn(&burst, 8, 28 * kMs, false);
+  }
+  CHECK(burst.launch_ns == Approx(2'001 * kUs));
+  // Later clean stretches join the mean as before.
+  burst_learn(&burst, 1, 1'001 * kUs, true);
+  CHECK(burst.launch_ns == Approx(3'002.0 * kUs / 2));
+}
+
 TEST_CASE("a stretch another context may have run in at most doubles the cost") {
   constexpr std::uint64_t kMs = 1'000'000;
   BurstState burst;
