@@ -312,8 +312,8 @@ TEST_CASE("a follower's room beside a busy producer follows its queue's tail", "
   std::uint64_t short_tail = yield_busy_room(1 * kMs, 34 * kMs, 80 * kMs, kMarkElapsedUnknown, 0);
   CHECK(short_tail < kBusyRoomMaxNs);
   CHECK(short_tail > kBusyRoomMaxNs * 9 / 10);
-  // ... but never above a fiftieth of the step (span plus gap).
-  CHECK(yield_busy_room(0, 10 * kMs, 5 * kMs, kMarkElapsedUnknown, 0) == 15 * kMs / 50);
+  // ... but never above a thirtieth of the step (span plus gap).
+  CHECK(yield_busy_room(0, 10 * kMs, 5 * kMs, kMarkElapsedUnknown, 0) == 15 * kMs / 30);
   // A GPU-bound job (ten 1.4-ms products queued at once): the call waits
   // for nearly all of its mark; nothing beside it.
   CHECK(yield_busy_room(13 * kMs, 14 * kMs, 15 * kMs, kMarkElapsedUnknown, 0) == 0);
@@ -327,7 +327,7 @@ TEST_CASE("a follower queues nothing beside a producer late in its mark", "[coor
   constexpr std::uint64_t kMs = 1'000'000;
   // GPT-2's stand-in: a 37-ms mark with a 1-ms tail, a 25-ms gap. Early
   // in the mark its remaining launches' idle moments absorb a batch: the
-  // room is the fiftieth of its step.
+  // room is the thirtieth of its step.
   std::uint64_t early = yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, 2 * kMs, 0);
   CHECK(early == yield_busy_room(1 * kMs, 37 * kMs, 25 * kMs, kMarkElapsedUnknown, 0));
   CHECK(early > 1 * kMs);

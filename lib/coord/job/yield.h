@@ -104,12 +104,15 @@ std::uint64_t yield_predict_span(const std::uint64_t* recent, int count);
 /// About one time slice (2.09 ms measured on an H100): beyond it a GPU
 /// would slice production's return anyway.
 inline constexpr std::uint64_t kBusyRoomMaxNs = 2'000'000;
-/// A fiftieth of production's step: what its synchronisation can find of
+/// A thirtieth of production's step: what its synchronisation can find of
 /// ours ahead of it, within its 3% slowdown target with room for the
-/// switches around it. (A thirtieth raised ResNet's pair from 0.80 to 0.87
-/// of the no-gpushare pair in one bench run, but gave GPT-2's production
-/// 0.95-0.96 of solo in the colocation check.)
-inline constexpr double kBusyRoomStepShare = 1.0 / 50;
+/// switches around it. A thirtieth once gave GPT-2's production 0.95-0.96
+/// of solo in the colocation check, so this was a fiftieth; with nothing
+/// queued late in the mark (kBusyRoomLateFactor) a thirtieth keeps GPT-2's
+/// production at 0.98 and lifts ResNet's pair from 0.83-0.90 to 0.89-0.93
+/// of the no-gpushare pair (one colocation run each, same machine). For
+/// steps of 60 ms or more kBusyRoomMaxNs binds first.
+inline constexpr double kBusyRoomStepShare = 1.0 / 30;
 /// A tail this share of the busy span or more: a GPU-bound producer,
 /// nothing beside it (0.75 was tried: no gain on GPT-2's pair).
 inline constexpr double kBusyRoomDeepTail = 0.5;
