@@ -232,6 +232,35 @@ TEST_CASE("the first clean stretch replaces what was assumed before it") {
   CHECK(burst.launch_ns == Approx(3'002.0 * kUs / 2));
 }
 
+TEST_CASE("launches forced into gaps too short for them are paced by the loop's level") {
+  constexpr std::uint64_t kMs = 1'000'000;
+  // bench/share's busy scenario: production's 9-ms kernels leave 1-ms
+  // gaps; the opportunistic job's kernels cost 5 ms beside it. Every gap
+  // forced one in before this pacing, whatever the level (production at
+  // 0.83 of solo).
+  auto forced_in = [&](double level) {
+    ForcedBucket bucket;
+    int forced = 0;
+    for (std::uint64_t t = 1; t <= 1000; t += 10) {  // a gap every 10 ms for 1 s
+      if (forced_launch_paced(&bucket, level, t * kMs, 5.0 * kMs)) ++forced;
+    }
+    return forced;
+  };
+  CHECK(forced_in(1.0) >= 50);  // the full level: one every other gap (5 ms of each 10)
+  CHECK(forced_in(1.0 / 8) <= 26);  // slow start's level: an eighth of the time
+  CHECK(forced_in(1.0 / 8) >= 24);
+  int floor = forced_in(1.0 / 256);  // the floor: one, never none (no lockout)
+  CHECK(floor >= 1);
+  CHECK(floor <= 2);
+  // The bucket holds at most kForcedBucketMaxNs: a long wait with no gap
+  // does not bank a burst of forced launches.
+  ForcedBucket bucket;
+  CHECK(forced_launch_paced(&bucket, 1.0, 1, 5.0 * kMs));
+  int in_a_row = 0;
+  while (forced_launch_paced(&bucket, 1.0, 10'000 * kMs, 5.0 * kMs)) ++in_a_row;
+  CHECK(in_a_row == 5);  // 20 ms banked: four of 5 ms, then a fifth from zero, below it
+}
+
 TEST_CASE("a stretch another context may have run in at most doubles the cost") {
   constexpr std::uint64_t kMs = 1'000'000;
   BurstState burst;

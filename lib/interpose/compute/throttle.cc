@@ -68,6 +68,7 @@ struct DeviceGate {
   std::uint64_t busy_batch_ns = 0;
   double busy_batch_pace = 1.0;
   std::uint64_t busy_resume_ns = 0;
+  ForcedBucket forced;  ///< paces the launches forced into gaps (burst_admits)
   std::uint64_t burst_id = 0;
   CUevent marker[kMarkers] = {};
   std::uint64_t marker_issued[kMarkers] = {};  ///< burst.issued when recorded
@@ -458,9 +459,14 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   }
   if (!tracked) {  // no markers: no bound on queued work, so only in gaps
     if (grant.busy == nullptr && allowed > 0) return true;
-  } else if (burst_admits(gate.burst, allowed, grant.busy == nullptr) > 0) {
+  } else if (std::uint64_t admits = burst_admits(gate.burst, allowed, grant.busy == nullptr);
+             admits > 0 &&
+             (burst_room(gate.burst, allowed) > 0 ||
+              forced_launch_paced(&gate.forced, level, now, burst_cost(gate.burst)))) {
     // In a gap one launch goes whenever none of ours is queued, whatever
     // the learned cost says: it is then measured, and a wrong figure mends.
+    // Such a forced launch is paced by the loop's level (ForcedBucket):
+    // one that does not fit the gap delays production's return.
     if (grant.busy != nullptr && gate.burst.issued == gate.burst.done) gate.busy_batch_ns = now;
     return true;
   } else if (gate.burst.issued > gate.burst.done) {

@@ -137,6 +137,17 @@ std::uint64_t burst_admits(const BurstState& s, std::uint64_t grant_ns, bool in_
   return room;
 }
 
+bool forced_launch_paced(ForcedBucket* b, double level, std::uint64_t now, double cost_ns) {
+  if (b->refill_ns != 0 && now > b->refill_ns) {
+    b->tokens_ns += level * static_cast<double>(now - b->refill_ns);
+  }
+  b->tokens_ns = min_double(b->tokens_ns, kForcedBucketMaxNs);
+  if (b->refill_ns == 0 || now > b->refill_ns) b->refill_ns = now;
+  if (b->tokens_ns < 0) return false;
+  b->tokens_ns -= cost_ns;
+  return true;
+}
+
 std::uint64_t burst_wait_target(const BurstState& s, std::uint64_t grant_ns) {
   std::uint64_t keep = static_cast<std::uint64_t>(static_cast<double>(grant_ns) / 2 / burst_cost(s));
   return s.issued > keep ? s.issued - keep : s.done;

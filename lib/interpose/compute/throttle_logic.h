@@ -121,6 +121,10 @@ inline constexpr double kLearnWindowLaunches = 128;
 /// production job: 85 us per launch against 28 in clean stretches).
 inline constexpr std::uint64_t kCleanTrustLaunches = 1024;
 
+/// The GPU time one launch is taken to cost: the learned figure, or
+/// kInitialLaunchNs before there is one.
+double burst_cost(const BurstState& state);
+
 /// Launches that may go now when `grant_ns` of queued GPU time is allowed:
 /// each costs the learned launch_ns, and the unfinished ones count first.
 std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
@@ -132,6 +136,27 @@ std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
 /// launched in this gap and finds no room left is near its end, where a
 /// forced launch would delay production's return.
 std::uint64_t burst_admits(const BurstState& state, std::uint64_t grant_ns, bool in_gap);
+
+/// The launch burst_admits forces into a gap that has no room for it is
+/// paced by the loop's level: a bucket of GPU time filled at `level` (the
+/// job's part of it) per ns of wall time, at most kForcedBucketMaxNs, and
+/// debited the learned cost of each forced launch. A forced launch goes
+/// while the bucket is not below zero. Unpaced, an opportunistic job of
+/// 2-ms kernels beside a production job of 9-ms kernels and 1-ms host
+/// gaps forced one kernel into every gap, whatever the loop's level,
+/// and held production at 0.83 of its solo speed (bench/share `busy`);
+/// at the loop's floor (1/256) it now forces one such launch a second or
+/// so, which still measures the job's cost and keeps the lockout away.
+struct ForcedBucket {
+  double tokens_ns = 0;
+  std::uint64_t refill_ns = 0;  ///< CLOCK_MONOTONIC of the last refill; 0: never
+};
+inline constexpr double kForcedBucketMaxNs = 20'000'000;
+
+/// Whether a forced launch of `cost_ns` may go at `now_ns` under `level`
+/// (0-1, the job's part of the loop's level); debits it if so.
+bool forced_launch_paced(ForcedBucket* bucket, double level, std::uint64_t now_ns,
+                         double cost_ns);
 
 /// The launches that must have finished before `room` more may go under
 /// `grant_ns`, leaving half the grant free (so that waits come in bulk):
