@@ -26,7 +26,7 @@
 // (yield_share_ppm); while one is busy, the room its page leaves (yield.h,
 // yield_busy_room: up to 2 ms beside a job whose synchronisations find
 // little of its own work ahead of them, nothing beside a GPU-bound one,
-// at most a fiftieth of its step; kBusyGrantNs times the level while the
+// at most a thirtieth of its step; kBusyGrantNs times the level while the
 // page has measured nothing), scaled by the loop's level only below
 // kRoomFullLevel, which bounds what its synchronisation can find queued
 // ahead of it. Queued work is launches issued minus launches known
