@@ -459,9 +459,8 @@ bool burst_admit(DeviceGate& gate, int device, const ThrottleLimits& limits, CUs
   }
   if (!tracked) {  // no markers: no bound on queued work, so only in gaps
     if (grant.busy == nullptr && allowed > 0) return true;
-  } else if (std::uint64_t admits = burst_admits(gate.burst, allowed, grant.busy == nullptr);
-             admits > 0 &&
-             (burst_room(gate.burst, allowed) > 0 ||
+  } else if (burst_room(gate.burst, allowed) > 0 ||
+             (burst_forced(gate.burst, allowed, grant.busy == nullptr) &&
               forced_launch_paced(&gate.forced, level, now, burst_cost(gate.burst)))) {
     // In a gap one launch goes whenever none of ours is queued, whatever
     // the learned cost says: it is then measured, and a wrong figure mends.

@@ -131,10 +131,14 @@ std::uint64_t burst_room(const BurstState& s, std::uint64_t grant_ns) {
   return static_cast<std::uint64_t>(left / cost);
 }
 
+bool burst_forced(const BurstState& s, std::uint64_t grant_ns, bool in_gap) {
+  return in_gap && grant_ns > 0 && s.issued == s.done && s.busy_since_launch &&
+         burst_room(s, grant_ns) == 0;
+}
+
 std::uint64_t burst_admits(const BurstState& s, std::uint64_t grant_ns, bool in_gap) {
   std::uint64_t room = burst_room(s, grant_ns);
-  if (room == 0 && in_gap && grant_ns > 0 && s.issued == s.done && s.busy_since_launch) return 1;
-  return room;
+  return room > 0 ? room : (burst_forced(s, grant_ns, in_gap) ? 1 : 0);
 }
 
 bool forced_launch_paced(ForcedBucket* b, double level, std::uint64_t now, double cost_ns) {

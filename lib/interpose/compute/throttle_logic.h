@@ -137,6 +137,10 @@ std::uint64_t burst_room(const BurstState& state, std::uint64_t grant_ns);
 /// forced launch would delay production's return.
 std::uint64_t burst_admits(const BurstState& state, std::uint64_t grant_ns, bool in_gap);
 
+/// Whether burst_admits's one launch is a forced one: no room for it under
+/// `grant_ns`, yet in a gap where none of ours went and none is queued.
+bool burst_forced(const BurstState& state, std::uint64_t grant_ns, bool in_gap);
+
 /// The launch burst_admits forces into a gap that has no room for it is
 /// paced by the loop's level: a bucket of GPU time filled at `level` (the
 /// job's part of it) per ns of wall time, at most kForcedBucketMaxNs, and

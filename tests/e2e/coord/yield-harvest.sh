@@ -19,8 +19,6 @@ start_coordinator
 # Rates inside the production job's window, after its first 1000 ms (profile
 # and slow start): coord.inc.
 harvest_pair 1.5 7 5 1000
-echo "solo: prod $prod_solo opp $opp_solo; together: prod $prod_with opp $opp_with it/s" >&2
-check() { awk "BEGIN { exit !($1) }" || fail "$2 (solo: prod $prod_solo opp $opp_solo; together: prod $prod_with opp $opp_with it/s; mid-window: $(pair_view))"; }
-check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
-check "$opp_with >= 0.18 * $opp_solo" "the opportunistic job did not harvest production's gaps"
+pair_check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
+pair_check "$opp_with >= 0.18 * $opp_solo" "the opportunistic job did not harvest production's gaps"
 echo "coord-yield-harvest: ok"

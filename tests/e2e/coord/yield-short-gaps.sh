@@ -18,8 +18,5 @@ start_coordinator
 # Rates inside the production job's window, after its first 1000 ms
 # (profile and slow start): coord.inc.
 harvest_pair 1.5 7 5 1000
-summary="solo: prod $prod_solo opp $opp_solo; together: prod $prod_with opp $opp_with it/s"
-echo "$summary" >&2
-check() { awk "BEGIN { exit !($1) }" || fail "$2 ($summary; mid-window: $(pair_view))"; }
-check "$prod_with >= 0.95 * $prod_solo" "launches forced into production's short gaps were not paced"
+pair_check "$prod_with >= 0.95 * $prod_solo" "launches forced into production's short gaps were not paced"
 echo "coord-yield-short-gaps: ok"

@@ -22,9 +22,6 @@ start_coordinator
 # Rates inside the production job's window, after its first 1500 ms (profile
 # and slow start): coord.inc.
 harvest_pair 2 9 6 1500
-summary="solo: prod $prod_solo opp $opp_solo; together: prod $prod_with opp $opp_with steps/s"
-echo "$summary" >&2
-check() { awk "BEGIN { exit !($1) }" || fail "$2 ($summary; mid-window: $(pair_view))"; }
-check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
-check "$opp_with >= 0.3 * $opp_solo" "the opportunistic job's short kernels were serialised"
+pair_check "$prod_with >= 0.9 * $prod_solo" "production was not protected"
+pair_check "$opp_with >= 0.3 * $opp_solo" "the opportunistic job's short kernels were serialised"
 echo "coord-yield-trace: ok"
