@@ -431,3 +431,40 @@ TEST_CASE("compute control raises the level only when the opportunistic jobs use
   });
   CHECK(took <= 2000 * kMs);
 }
+
+TEST_CASE("compute control raises a solo estimate on two fast measurements, not on one") {
+  // A single measurement that reads the production job faster than it is
+  // (a 150-ms window of a gang's rank read 61.0 steps/s where its steps ran
+  // at 59: e2e/coord-gang-wait) raised the solo estimate to it, and every
+  // true measurement after read 3.5% slow: the loop cut the opportunistic
+  // jobs to the floor until it re-profiled. One fast window is noise; a
+  // second in a row is a faster job.
+  FakeDevice device(1);
+  device.overlap = 0.05;  // the yield in force: the harvest costs production little
+  auto controller = make_device_controller(ComputePolicy::kGpushare);
+  for (int i = 0; i < 200; ++i) device.run(*controller);
+  double level = device.harvest();
+  REQUIRE(level > 0.5);
+  device.burst = -0.06;  // one window's worth of steps 6% quicker
+  for (int i = 0; i < 6; ++i) device.run(*controller);
+  device.burst = 0;
+  double least = level;
+  for (int i = 0; i < 80; ++i) {  // the next 2 s
+    device.run(*controller);
+    least = std::min(least, device.harvest());
+  }
+  INFO("level " << level << ", least in the 2 s after the fast window " << least);
+  CHECK(least >= 0.7 * level);
+
+  // A job that stays faster has its estimate raised: once it is slowed
+  // by more than the target against its new speed, the loop cuts.
+  device.burst = -0.1;
+  for (int i = 0; i < 40; ++i) device.run(*controller);
+  device.burst = 0;  // back to its old speed: 10% slower than the new estimate
+  bool cut = false;
+  for (int i = 0; i < 20; ++i) {
+    device.run(*controller);
+    cut = cut || device.harvest() < 0.5 * level;
+  }
+  CHECK(cut);
+}

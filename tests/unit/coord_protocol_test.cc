@@ -230,6 +230,7 @@ TEST_CASE("job records carry the documented fields", "[coord][protocol]") {
                                              "launch_cost_ns",
                                              "free_gpu_ns_last_window",
                                              "free_share_ppm",
+                                             "uses_wait_of_pid",
                                              "devices",
                                              "mem_device_resident_bytes",
                                              "mem_host_resident_bytes"};

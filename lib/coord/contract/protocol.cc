@@ -377,6 +377,8 @@ void add_compute_fields(const JobView& job, ordered_json* record) {
                                      : ordered_json(nullptr);
   r["free_share_ppm"] =
       job.free_share_ppm ? ordered_json(*job.free_share_ppm) : ordered_json(nullptr);
+  r["uses_wait_of_pid"] =
+      job.uses_wait_of_pid != 0 ? ordered_json(job.uses_wait_of_pid) : ordered_json(nullptr);
 }
 
 }  // namespace

@@ -181,6 +181,10 @@ struct JobView {
   std::uint64_t gpu_ns_last_window = 0;
   std::uint64_t held_ns_last_window = 0;
   std::uint64_t launch_cost_ns = 0;
+  /// An opportunistic job beside the waiting rank of a gang, while it uses
+  /// part of that rank's wait (`serve --gang-harvest on`): the rank's pid;
+  /// 0 otherwise.
+  std::int64_t uses_wait_of_pid = 0;
   /// Over the last window, on the job's first device: the GPU time that
   /// neither production nor processes outside gpushare used, and (an
   /// opportunistic job) the job's own GPU time in millionths of it; unset

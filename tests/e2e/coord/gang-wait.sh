@@ -64,6 +64,18 @@ jq -e --arg gpu0 "$gpu0" '(.ranks[] | select(.gpus == [$gpu0])) as $slow
   fail "rank 0 (on $gpu0) is not the rank the other waits for: $record"
 slow_pid=$(jq -r '.waited_for_pid' <<<"$record")
 
+# Which job uses which rank's wait, and opp1's cap (gpu_share_limit_pct:
+# its gaps' share plus what it may take of the wait, which follows the
+# loop's level: gang.h, wait_harvest_ppm), 4 times a second until the gang
+# ends: "OPP1_USES OPP1_CAP OPP0_USES".
+( while kill -0 "$gang_pid" 2>/dev/null; do
+    one=$(gpushare-ctl show opp1 2>/dev/null | jq -r '"\(.uses_wait_of_pid // 0) \(.gpu_share_limit_pct // 0)"')
+    zero=$(gpushare-ctl show opp0 2>/dev/null | jq -r '.uses_wait_of_pid // 0')
+    [ -n "$one" ] && [ -n "$zero" ] && echo "$one $zero"
+    sleep 0.25
+  done >"$scratch/uses" ) &
+sampler_pid=$!
+
 expect_exit 0 gpushare-ctl metrics
 grep -E "^gpushare_job_rank_waited_for\{.*job_name=\"gang\".*pid=\"$slow_pid\"\} 1$" \
   "$scratch/out" >/dev/null || fail "no waited-for metric for pid $slow_pid: $(grep waited_for "$scratch/out")"
@@ -71,6 +83,7 @@ grep -E "^gpushare_job_rank_collective_wait_seconds\{.*job_name=\"gang\"" "$scra
   fail "no collective wait metric: $(grep collective "$scratch/out")"
 
 wait "$gang_pid" || fail "the gang failed: $(cat "$scratch/gang.err")"
+wait "$sampler_pid" || true
 wait "$opp0_pid" "$opp1_pid" || fail "an opportunistic job failed: $(cat "$scratch"/opp*.err)"
 
 # Over the gang's run after its first 2 s (profiled, measured, settled).
@@ -85,19 +98,39 @@ opp_rate() {
 o0=$(opp_rate "$scratch/opp0.jsonl") o1=$(opp_rate "$scratch/opp1.jsonl")
 echo "gang alone $alone steps/s, beside two opportunistic jobs $with;" \
   "opp0 (beside the slow rank) $o0 it/s, opp1 (beside the waiting rank) $o1" >&2
+# show says who uses which wait: opp1 the waiting rank's, at some point
+# (it starts a second after the rank is first seen to wait); opp0, beside
+# the rank the others wait for, never.
+wait_pid=$(jq -r --argjson slow "$slow_pid" '.ranks[] | select(.pid != $slow) | .pid' <<<"$record")
+awk -v p="$wait_pid" '$1 == p { found = 1 } END { exit !found }' "$scratch/uses" ||
+  fail "opp1 was never shown using rank $wait_pid's wait: $(tr '\n' ';' <"$scratch/uses")"
+awk '$3 != 0 { bad = 1 } END { exit bad }' "$scratch/uses" ||
+  fail "opp0, beside the rank the others wait for, was shown using a wait: $(tr '\n' ';' <"$scratch/uses")"
+# Over the samples from opp1's first use on: the share of them in use and
+# its mean cap (about half the GPU at the full level: a quarter of gaps
+# and half of rank 1's wait).
+read -r used cap < <(awk -v p="$wait_pid" '$1 == p { on = 1 } on { n++; u += ($1 == p); c += $2 }
+  END { printf "%.2f %.1f\n", u / n, c / n }' "$scratch/uses")
+echo "opp1 used rank $wait_pid's wait in $used of the samples from its first use, its cap ${cap}% on average" >&2
 # The harvest's contract: the job beside the waiting rank gets more, unless
-# the gang slowed past the loop's target meanwhile, which ends the use and
-# blocks it for 20 s (gang.h, HarvestTrial): on a loaded 2-core machine the
-# host's own noise can do that, and then protection is the right outcome.
-if awk -v w="$with" -v a="$alone" 'BEGIN { exit !(w >= 0.97 * a) }'; then
+# the gang slowed past the loop's target meanwhile, which cuts the level
+# and the wait's use with it, or ends the use and blocks it for 20 s
+# (gang.h, HarvestTrial). The gang runs within about 2.5% of its speed
+# alone here, at the loop's 3% target, so the host's noise on a 2-core
+# machine does that in some runs (opp1's cap at 25-35%), and then
+# protection is the right outcome: the speeds are compared when the use
+# held.
+if awk -v w="$with" -v a="$alone" -v u="$used" -v c="$cap" \
+    'BEGIN { exit !(w >= 0.97 * a && u >= 0.8 && c >= 40) }'; then
   awk -v a="$o0" -v b="$o1" 'BEGIN { exit !(b > 1.3 * a && b > 1) }' ||
     fail "the job beside the waiting rank did not harvest more: $o1 it/s against $o0," \
-      "with the gang at $with steps/s of $alone alone"
+      "with the gang at $with steps/s of $alone alone and opp1's cap at $cap%"
 else
-  echo "the gang ran below 0.97 of alone ($with of $alone): the harvest may have been ended" >&2
+  echo "the gang ran below 0.97 of alone ($with of $alone), or the use was ended or cut" \
+    "(in use $used of the time, cap $cap%): the speeds are not compared" >&2
 fi
 # The margin e2e/coord-gang-protect gives (protection from none: 0.56-0.60
 # without gpushare); bench/share measures the figure.
 awk -v w="$with" -v a="$alone" 'BEGIN { exit !(w >= 0.65 * a) }' ||
   fail "the gang was not protected: $with steps/s against $alone alone"
-echo "ok"
+grep DBG "$scratch/coordinator.log" >&2 || true; echo "from $from to $to" >&2; echo "ok"

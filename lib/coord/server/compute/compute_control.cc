@@ -64,8 +64,12 @@
 // as before, over min_iterations, and their noise is the loop's to absorb.
 //
 // Re-estimation: a production job measured
-// faster than its solo estimate by more than the target has its estimate
-// raised (it changed phase, or the estimate was noisy); one measured slower
+// faster than its solo estimate by more than the target twice in a row has
+// its estimate raised to the lesser of the two (it changed phase, or the
+// estimate was noisy; a single fast window is noise, and raising on one
+// biased the estimate up by the noise's peaks: a gang's rank read 3.5%
+// slow for good after one 150-ms window at 61 steps/s where it ran at 59,
+// and the loop cut its opportunistic jobs to the floor); one measured slower
 // than the target allows three times in a row while opportunistic jobs are
 // at the floor is re-profiled (its slowdown is not theirs). A production
 // job idle for idle_after frees the device; when it returns, its known
@@ -180,6 +184,7 @@ struct Track {
   std::uint64_t last_progress_ns = 0;  // when launches last moved
   std::uint64_t first_progress_ns = 0;  // when it was first seen to have launched
   double solo = -1;                    // production: its solo speed
+  double fast = -1;  // production: a measurement faster than solo allows, not yet confirmed
 
   void add(const Sample& s) {
     if (samples.empty() || s.launches != samples.back().launches) last_progress_ns = s.now;
@@ -425,7 +430,10 @@ class GpushareController : public DeviceController {
                  &speeds)) {
       return;
     }
-    for (const auto& [id, speed] : speeds) tracks_[id].solo = speed;
+    for (const auto& [id, speed] : speeds) {
+      tracks_[id].solo = speed;
+      tracks_[id].fast = -1;
+    }
     enter(Phase::kSlowStart, now);
   }
 
@@ -435,7 +443,16 @@ class GpushareController : public DeviceController {
     double slowdown = 0;
     for (const auto& [id, speed] : speeds) {
       Track& track = tracks_[id];
-      if (track.solo <= 0 || speed > track.solo * (1 + t_.slowdown_target)) track.solo = speed;
+      if (track.solo <= 0) {
+        track.solo = speed;
+      } else if (speed > track.solo * (1 + t_.slowdown_target)) {
+        // Faster than the estimate allows: raised on the second such
+        // measurement in a row, to the lesser of the two (one is noise).
+        if (track.fast > 0) track.solo = std::min(track.fast, speed);
+        track.fast = track.fast > 0 ? -1 : speed;
+      } else {
+        track.fast = -1;
+      }
       slowdown = std::max(slowdown, 1 - speed / track.solo);
     }
     double target = t_.slowdown_target;

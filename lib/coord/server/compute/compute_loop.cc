@@ -333,6 +333,7 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
         ComputeLimits limits = m.job->block->compute(m.device);
         limits.compute_cap_ppm = m.job->compute_cap_ppm;
         m.job->block->set_compute(m.device, limits);
+        m.job->uses_wait_of_pid = 0;
         continue;
       }
       ComputeJobOutput out = *d->second;
@@ -345,6 +346,11 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       }
       m.job->block->set_compute(m.device, out.limits);
       if (static_cast<std::size_t>(m.device) == first_counted(*m.job)) {
+        auto rank = harvesting.count(uuid) != 0 && m.job->block->qos() == kQosOpportunistic &&
+                            out.limits.launch_budget == kNoLimit
+                        ? jobs_.find(unfollowed[uuid])
+                        : jobs_.end();
+        m.job->uses_wait_of_pid = rank != jobs_.end() ? rank->second->pid : 0;
         m.job->compute = out;
         m.job->compute_phase = status.phase;
       }

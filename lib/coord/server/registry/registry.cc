@@ -358,6 +358,7 @@ JobView Registry::view(const Job& job, std::uint64_t now_ns) const {
     view.hold = hold_word(job.paused, job.host_paused, first_process.hold.last(),
                           first_process.hold.window(), now_ns, view.launches);
     view.launch_cost_ns = first_process.hold.last().launch_cost_ns;
+    view.uses_wait_of_pid = first_process.uses_wait_of_pid;
   }
   view.state = job.paused || job.host_paused ? "paused" : fresh ? "running" : "stale";
   if (job.paused) view.pause_reasons.push_back("operator");

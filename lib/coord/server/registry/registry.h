@@ -81,6 +81,9 @@ struct Process {
   double collective_ms = -1;
   double collective_wait_ms = -1;
   bool waited_for = false;
+  /// An opportunistic process beside a gang's waiting rank: the rank's pid
+  /// while it uses part of the rank's wait (gang.h, harvest_trial), else 0.
+  std::int64_t uses_wait_of_pid = 0;
 };
 
 /// Whether a process uses its device `index` (its CUdevice ordinal, the
