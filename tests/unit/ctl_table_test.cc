@@ -119,3 +119,14 @@ TEST_CASE("a job on several GPUs names the rank the others wait for", "[ctl][tab
   record.erase("waited_for_pid");
   CHECK(gpushare::ctl::state_cell(record) == "running");
 }
+
+TEST_CASE("an opportunistic job using a waiting rank's wait says whose", "[ctl][table]") {
+  ordered_json record = job("iterations", 0);
+  record["qos"] = "opportunistic";
+  record["uses_wait_of_pid"] = 12;
+  CHECK(gpushare::ctl::state_cell(record) == "running (uses pid 12's wait)");
+  for (ordered_json value : {ordered_json(nullptr), ordered_json("12; rm -rf"), ordered_json(1.5)}) {
+    record["uses_wait_of_pid"] = value;
+    CHECK(gpushare::ctl::state_cell(record) == "running");
+  }
+}

@@ -348,7 +348,13 @@ std::string solo_or_free_cell(const ordered_json& record) {
 
 std::string state_cell(const ordered_json& record) {
   std::string rank = waited_for(record);
-  return rank == "-" ? state(record) : state(record) + " (waits for pid " + rank + ")";
+  if (rank != "-") return state(record) + " (waits for pid " + rank + ")";
+  // An opportunistic job beside a gang's waiting rank, using its wait.
+  auto uses = record.find("uses_wait_of_pid");
+  if (uses != record.end() && uses->is_number_integer()) {
+    return state(record) + " (uses pid " + uses->dump() + "'s wait)";
+  }
+  return state(record);
 }
 
 std::string job_table_short(const std::vector<ordered_json>& records, std::size_t width) {

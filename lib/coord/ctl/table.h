@@ -32,7 +32,8 @@ std::string class_word(const nlohmann::ordered_json& record);       ///< prod, o
 std::string memory_cell(const nlohmann::ordered_json& record);      ///< "1.5GiB/8GiB"
 std::string speed_cell(const nlohmann::ordered_json& record);       ///< "41.2 it/s"
 std::string solo_or_free_cell(const nlohmann::ordered_json& record);  ///< "98% solo", "62% free"
-std::string state_cell(const nlohmann::ordered_json& record);  ///< with pause reasons, the rank waited for
+/// The state, with pause reasons and the rank waited for or whose wait is used.
+std::string state_cell(const nlohmann::ordered_json& record);
 
 /// Terminal columns `text` takes: one per UTF-8 character.
 std::size_t display_width(std::string_view text);
