@@ -133,4 +133,4 @@ fi
 # without gpushare); bench/share measures the figure.
 awk -v w="$with" -v a="$alone" 'BEGIN { exit !(w >= 0.65 * a) }' ||
   fail "the gang was not protected: $with steps/s against $alone alone"
-grep DBG "$scratch/coordinator.log" >&2 || true; echo "from $from to $to" >&2; echo "ok"
+echo "ok"
