@@ -448,8 +448,12 @@ class GpushareController : public DeviceController {
       } else if (speed > track.solo * (1 + t_.slowdown_target)) {
         // Faster than the estimate allows: raised on the second such
         // measurement in a row, to the lesser of the two (one is noise).
-        if (track.fast > 0) track.solo = std::min(track.fast, speed);
-        track.fast = track.fast > 0 ? -1 : speed;
+        if (track.fast > 0) {
+          track.solo = std::min(track.fast, speed);
+          track.fast = -1;
+        } else {
+          track.fast = speed;
+        }
       } else {
         track.fast = -1;
       }

@@ -338,18 +338,18 @@ void ComputeLoop::tick(Registry& registry, std::uint64_t now_ns) {
       }
       ComputeJobOutput out = *d->second;
       const std::string& uuid = m.job->devices[m.device].uuid;
-      if (harvesting.count(uuid) != 0 && m.job->block->qos() == kQosOpportunistic &&
-          out.limits.launch_budget == kNoLimit) {
+      // An opportunistic job beside the waiting rank uses its wait.
+      bool uses_wait = harvesting.count(uuid) != 0 &&
+                       m.job->block->qos() == kQosOpportunistic &&
+                       out.limits.launch_budget == kNoLimit;
+      if (uses_wait) {
         std::uint64_t cap = wait_harvest_ppm(waiting_[uuid].wait_share, gaps[uuid],
                                              out.limits.compute_cap_ppm, beside[uuid]);
         out.limits.compute_cap_ppm = std::min(cap, m.job->compute_cap_ppm);
       }
       m.job->block->set_compute(m.device, out.limits);
       if (static_cast<std::size_t>(m.device) == first_counted(*m.job)) {
-        auto rank = harvesting.count(uuid) != 0 && m.job->block->qos() == kQosOpportunistic &&
-                            out.limits.launch_budget == kNoLimit
-                        ? jobs_.find(unfollowed[uuid])
-                        : jobs_.end();
+        auto rank = uses_wait ? jobs_.find(unfollowed.at(uuid)) : jobs_.end();
         m.job->uses_wait_of_pid = rank != jobs_.end() ? rank->second->pid : 0;
         m.job->compute = out;
         m.job->compute_phase = status.phase;
