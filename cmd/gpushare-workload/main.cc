@@ -305,6 +305,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0))
       ->needs(trace);
+  std::string pace = "schedule";
+  app.add_option("--pace", pace,
+                 "With --trace: after a launch that blocked, catch up with the step's schedule "
+                 "(schedule) or shift it (host: a Python framework's pace)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"schedule", "host"}))
+      ->needs(trace);
   app.add_option("--startup-steps", workload.startup_steps,
                  "Start-up steps before the first iteration, each paused inside its burst")
       ->capture_default_str()
@@ -383,5 +390,6 @@ int main(int argc, char** argv) {
   if (!options.trace_path.empty() && !load_trace(&options)) return gpushare::exit_status::kUsage;
   workload.alloc = alloc == "managed" ? AllocKind::kManaged
                                       : (alloc == "async" ? AllocKind::kAsync : AllocKind::kPlain);
+  workload.host_paced = pace == "host";
   return run(options);
 }

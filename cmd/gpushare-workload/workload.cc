@@ -29,6 +29,16 @@ namespace {
 
 constexpr std::uint64_t kBlockBytes = 64 << 10;
 constexpr std::uint64_t kGrowTouchBytes = 1 << 20;
+// A launch that takes longer than this blocked (a gate held it, or the
+// launch queue was full): a launch costs the simulated driver a few
+// microseconds, and a loaded machine's scheduling delays are below it.
+constexpr std::int64_t kBlockedLaunchNs = 100'000;
+
+std::int64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
 
 std::string cuda_error_name(CUresult result) {
   const char* name = nullptr;
@@ -272,11 +282,11 @@ Result<long> replay_step(const Device& device, const WorkloadOptions& options,
   for (const TraceKernel& kernel : step.kernels) {
     std::int64_t due_ns =
         start_ns + static_cast<std::int64_t>(kernel.launch_offset_us * options.launch_scale * 1000);
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec < due_ns) {
+    std::int64_t before_ns = monotonic_ns();
+    if (before_ns < due_ns) {
       timespec due{static_cast<time_t>(due_ns / 1000000000), static_cast<long>(due_ns % 1000000000)};
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr);
+      before_ns = monotonic_ns();
     }
     unsigned long long kernel_ns = static_cast<unsigned long long>(kernel.kernel_us * 1000 + 0.5);
     void* params[] = {&kernel_ns};
@@ -285,6 +295,15 @@ Result<long> replay_step(const Device& device, const WorkloadOptions& options,
                        "cuLaunchKernel(gpushare_spin, " + std::to_string(kernel.kernel_us) +
                            " us)"));
     ++launched;
+    // Host-paced: a launch that blocked moves the rest of the step's
+    // schedule by the time it took. Only a block counts (a launch longer
+    // than kBlockedLaunchNs), so that the schedule stays absolute
+    // otherwise and a sleep's lateness does not add up over a step's
+    // hundreds of launches.
+    if (options.host_paced) {
+      std::int64_t took_ns = monotonic_ns() - before_ns;
+      if (took_ns > kBlockedLaunchNs) start_ns += took_ns;
+    }
   }
   return launched;
 }

@@ -47,6 +47,15 @@ struct WorkloadOptions {
   /// the job is behind), then one synchronisation.
   const KernelTrace* trace = nullptr;
   double launch_scale = 1.0;
+  /// With a trace: what a launch that blocked (held by a gate, or by a
+  /// full launch queue) does to the launches after it. false (the
+  /// schedule): they keep their offsets from the step's start, so a job
+  /// behind launches at once until it is on time again, as a program that
+  /// prepared its work ahead. true (the host): the time between two
+  /// launches is host work that starts when the earlier launch returns, so
+  /// the block delays every launch after it, as in a framework driven by
+  /// Python, whose next operator is dispatched only once the call returns.
+  bool host_paced = false;
   /// A framework's start-up before the first iteration (not recorded as
   /// iterations): this many steps, each the first half of a step's
   /// kernels, a host pause of startup_pause_us with them queued (no

@@ -69,9 +69,12 @@ if os.environ.get("GPUSHARE_CHECK_PAIRS"):  # a developer's subset (docs/colocat
 PATTERNS = [1] if quick else [1, 5]
 # Windows: each pattern runs for `switch` seconds in turn; a pair window
 # holds two turns of each. Short, so that a full run on a GPU stays near
-# 200 s and the quick one near 70 s (docs/colocation.md).
+# 200 s and the quick one near 70 s (docs/colocation.md). On the simulator
+# eight turns of each (9.6 s, 200 s in all): in 4.8-s windows GPT-2's
+# cells of runs of the same code differed by up to 0.064, in 9.6-s ones
+# by 0.03 at most (2026-11-28: two runs of each stand-in pace).
 switch = 0.6 if ctx.sim else 1.0
-pair_s = max(2 * switch * len(PATTERNS), 4.8 if ctx.sim else 3.0)
+pair_s = max(2 * switch * len(PATTERNS), 9.6 if ctx.sim else 3.0)
 # The coordinator's loop measures a new production job alone for 500 ms
 # after its set-up, then slow-starts the opportunistic job from 1/8 of its
 # level: about a second before it harvests what it will. A pair window
@@ -129,7 +132,10 @@ def job_words(pair, role):
     else:
         trace = {("resnet", "production"): "resnet50-32", ("resnet", "opportunistic"):
                  "resnet50-128"}.get((pair, role), "gpt2-8")
-        words += ["--trace", ctx.path("bench", "traces", trace + ".csv"), "--launch-scale", "0.4"]
+        # Host-paced, as PyTorch is: a launch held by the gate delays the
+        # Python that dispatches the next one (gpushare-workload(1), --pace).
+        words += ["--trace", ctx.path("bench", "traces", trace + ".csv"), "--launch-scale", "0.4",
+                  "--pace", "host"]
     if role == "production":
         words += ["--host-us", "15000" if pair == "matmul" else "25000"]
     else:

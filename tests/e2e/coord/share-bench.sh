@@ -57,3 +57,5 @@ expect_grep "wants LABEL=RATE" "$scratch/err"
 
 expect_exit 2 "$bench" --policies fastest
 expect_grep "unknown policy 'fastest'" "$scratch/err"
+expect_exit 2 "$bench" --pace later
+expect_grep "\-\-pace: 'later' is not host or schedule" "$scratch/err"
