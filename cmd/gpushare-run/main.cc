@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
   app.add_flag("--sim", request.sim, "Use the simulated GPU");
   app.add_flag("--suspendable", request.suspendable,
                "Back device memory so that gpushare-ctl suspend can free it");
+  app.add_flag("--launch-queue", request.launch_queue,
+               "Queue the launches the gate holds, so that the program runs on (opportunistic)");
   app.add_option("--compute-trace", request.compute_trace,
                  "Record compute admission decisions as JSON Lines (%p: the pid)")
       ->type_name("PATH");

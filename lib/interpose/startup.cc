@@ -12,6 +12,7 @@
 
 #include "coord/job/job_client.h"
 #include "coord/job/limits.h"
+#include "interpose/compute/launch_queue.h"
 #include "interpose/compute/throttle.h"
 #include "interpose/core/log.h"
 #include "interpose/core/runtime.h"
@@ -114,28 +115,22 @@ void load_driver() {
       reinterpret_cast<PFN_cuEventCreate_v2000>(real_dlsym(rt.libcuda, "cuEventCreate"));
   real.real_cuEventDestroy_v2 =
       reinterpret_cast<PFN_cuEventDestroy_v4000>(real_dlsym(rt.libcuda, "cuEventDestroy_v2"));
-  real.real_cuEventRecord =
-      reinterpret_cast<PFN_cuEventRecord_v2000>(real_dlsym(rt.libcuda, "cuEventRecord"));
-  real.real_cuEventRecord_ptsz =
-      reinterpret_cast<PFN_cuEventRecord_v7000_ptsz>(real_dlsym(rt.libcuda, "cuEventRecord_ptsz"));
-  real.real_cuEventQuery =
-      reinterpret_cast<PFN_cuEventQuery_v2000>(real_dlsym(rt.libcuda, "cuEventQuery"));
   real.real_cuEventElapsedTime =
       reinterpret_cast<PFN_cuEventElapsedTime_v2000>(real_dlsym(rt.libcuda, "cuEventElapsedTime"));
   real.real_cuMemAdvise =
       reinterpret_cast<PFN_cuMemAdvise_v8000>(real_dlsym(rt.libcuda, "cuMemAdvise"));
-  real.real_cuMemPrefetchAsync =
-      reinterpret_cast<PFN_cuMemPrefetchAsync_v8000>(real_dlsym(rt.libcuda, "cuMemPrefetchAsync"));
   real.real_cuCtxSetCurrent =
       reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(real_dlsym(rt.libcuda, "cuCtxSetCurrent"));
   real.real_cuStreamCreate =
       reinterpret_cast<PFN_cuStreamCreate_v2000>(real_dlsym(rt.libcuda, "cuStreamCreate"));
-  real.real_cuStreamWaitEvent =
-      reinterpret_cast<PFN_cuStreamWaitEvent_v3020>(real_dlsym(rt.libcuda, "cuStreamWaitEvent"));
-  real.real_cuStreamDestroy_v2 =
-      reinterpret_cast<PFN_cuStreamDestroy_v4000>(real_dlsym(rt.libcuda, "cuStreamDestroy_v2"));
   real.real_cuFuncGetName =
       reinterpret_cast<PFN_cuFuncGetName_v12030>(real_dlsym(rt.libcuda, "cuFuncGetName"));
+  real.real_cuFuncGetParamInfo = reinterpret_cast<PFN_cuFuncGetParamInfo_v12040>(
+      real_dlsym(rt.libcuda, "cuFuncGetParamInfo"));
+  real.real_cuKernelGetParamInfo = reinterpret_cast<PFN_cuKernelGetParamInfo_v12040>(
+      real_dlsym(rt.libcuda, "cuKernelGetParamInfo"));
+  real.real_cuStreamIsCapturing = reinterpret_cast<PFN_cuStreamIsCapturing_v10000>(
+      real_dlsym(rt.libcuda, "cuStreamIsCapturing"));
   resolve_suspend_entries(rt.libcuda, &real);
   GS_DEBUG("loaded the CUDA driver; qos %s, job '%s'", qos_name(rt.settings.qos),
            rt.settings.job_name[0] != '\0' ? rt.settings.job_name : "(process name)");
@@ -204,6 +199,7 @@ void reset_after_fork() {
   for (auto& contexts : g_counters.contexts) contexts.store(0, std::memory_order_relaxed);
   reset_launch_counts();
   throttle_after_fork();
+  launch_queue_after_fork();
   rt.device_count.store(-1, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&rt.context_mutex, &fresh, sizeof fresh);

@@ -74,6 +74,7 @@ Result<LaunchPlan> plan_launch(const RunRequest& request, const InstallPaths& pa
   if (request.sim) set("LD_LIBRARY_PATH", prepend_path(paths.sim_dir, getenv("LD_LIBRARY_PATH")));
   set(env::kQos, qos_name(request.qos));
   if (request.suspendable) set(env::kSuspendable, "on");
+  if (request.launch_queue) set(env::kLaunchQueue, "on");
   if (request.compute_trace) {
     // Absolute: the job may change directory before its first record.
     std::string path = *request.compute_trace;

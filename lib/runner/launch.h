@@ -25,6 +25,9 @@ struct RunRequest {
   /// --suspendable: plain device memory backed so that `gpushare-ctl
   /// suspend` can free it (GPUSHARE_SUSPENDABLE=on).
   bool suspendable = false;
+  /// --launch-queue: GPUSHARE_LAUNCH_QUEUE=on (the interposer queues the
+  /// launches its gate holds; compute/launch_queue.h).
+  bool launch_queue = false;
   /// --compute-trace PATH: GPUSHARE_COMPUTE_TRACE, made absolute ("%p":
   /// the pid of each process of the job).
   std::optional<std::string> compute_trace;

@@ -18,6 +18,8 @@ inline constexpr const char* kSocket = "GPUSHARE_SOCKET";       ///< the coordin
 inline constexpr const char* kTree = "GPUSHARE_TREE";           ///< the job's shared tree file
 inline constexpr const char* kSpill = "GPUSHARE_SPILL";         ///< on | off
 inline constexpr const char* kSuspendable = "GPUSHARE_SUSPENDABLE";  ///< on | off (VMM backing)
+/// on | off: held launches go to the interposer's launch queue (launch_queue.h)
+inline constexpr const char* kLaunchQueue = "GPUSHARE_LAUNCH_QUEUE";
 inline constexpr const char* kLog = "GPUSHARE_LOG";             ///< error | warning | info | debug
 inline constexpr const char* kDebug = "GPUSHARE_DEBUG";         ///< non-empty: log the client too
 inline constexpr const char* kDisable = "GPUSHARE_DISABLE";     ///< 1: pass everything through

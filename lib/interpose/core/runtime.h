@@ -41,19 +41,19 @@ struct RealDriver {
   // The compute actuator's events (throttle.cc).
   PFN_cuEventCreate_v2000 real_cuEventCreate = nullptr;
   PFN_cuEventDestroy_v4000 real_cuEventDestroy_v2 = nullptr;
-  PFN_cuEventRecord_v2000 real_cuEventRecord = nullptr;
-  PFN_cuEventRecord_v7000_ptsz real_cuEventRecord_ptsz = nullptr;
-  PFN_cuEventQuery_v2000 real_cuEventQuery = nullptr;
+  // (cuEventRecord, _ptsz and cuEventQuery are wrapped: hooks.def.)
   PFN_cuEventElapsedTime_v2000 real_cuEventElapsedTime = nullptr;
   // Collectives' names (compute/collective.h; CUDA 12.3 and later).
   PFN_cuFuncGetName_v12030 real_cuFuncGetName = nullptr;
   // Elastic memory (spill.cc).
   PFN_cuMemAdvise_v8000 real_cuMemAdvise = nullptr;
-  PFN_cuMemPrefetchAsync_v8000 real_cuMemPrefetchAsync = nullptr;
   PFN_cuCtxSetCurrent_v4000 real_cuCtxSetCurrent = nullptr;
   PFN_cuStreamCreate_v2000 real_cuStreamCreate = nullptr;        // migration streams
-  PFN_cuStreamWaitEvent_v3020 real_cuStreamWaitEvent = nullptr;  // (spill_batch.cc)
-  PFN_cuStreamDestroy_v4000 real_cuStreamDestroy_v2 = nullptr;
+  // (cuMemPrefetchAsync, cuStreamWaitEvent and cuStreamDestroy_v2 are wrapped.)
+  // The launch queue (compute/launch_queue.h; CUDA 12.4 and later).
+  PFN_cuFuncGetParamInfo_v12040 real_cuFuncGetParamInfo = nullptr;
+  PFN_cuKernelGetParamInfo_v12040 real_cuKernelGetParamInfo = nullptr;
+  PFN_cuStreamIsCapturing_v10000 real_cuStreamIsCapturing = nullptr;
   // Suspend and resume (vmm_backing.cc, suspend.cc).
   PFN_cuMemGetAllocationGranularity_v10020 real_cuMemGetAllocationGranularity = nullptr;
   PFN_cuMemAddressReserve_v10020 real_cuMemAddressReserve = nullptr;

@@ -68,6 +68,16 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
+  if (const char* value = getenv(env::kLaunchQueue); value != nullptr && *value != '\0') {
+    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
+      settings->launch_queue = std::strcmp(value, "on") == 0;
+    } else {
+      std::snprintf(settings->error, sizeof settings->error,
+                    "invalid GPUSHARE_LAUNCH_QUEUE '%s': expected on or off", value);
+      return;
+    }
+  }
+
   if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
     std::string_view unit;
     // Parsed here once; the job's limits' owner (coord/job/limits.h)

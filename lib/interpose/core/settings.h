@@ -22,6 +22,10 @@ struct Settings {
   /// allocations are backed by the VMM API so that `gpushare-ctl suspend`
   /// can free them (vmm_backing.h); off (the default): ordinary memory.
   bool suspendable = false;
+  /// GPUSHARE_LAUNCH_QUEUE=on (gpushare-run --launch-queue): a launch the
+  /// gate would hold is queued and the call returns (compute/launch_queue.h);
+  /// off (the default): the gate holds the calling thread.
+  bool launch_queue = false;
   /// GPUSHARE_MEM_LIMIT as parsed, handed at load to the job's limits'
   /// owner (coord/job/limits.h), which resolves it per device; nothing
   /// else reads it.
@@ -49,7 +53,7 @@ struct Settings {
 using GetEnvFunction = const char* (*)(const char*);
 
 /// Reads the job's environment (vocab/env.h) once: GPUSHARE_DISABLE, _LOG,
-/// _QOS, _MEM_LIMIT, _SPILL, _SUSPENDABLE, _COMPUTE, _COMPUTE_TRACE, _JOB, _TREE,
+/// _QOS, _MEM_LIMIT, _SPILL, _SUSPENDABLE, _LAUNCH_QUEUE, _COMPUTE, _COMPUTE_TRACE, _JOB, _TREE,
 /// _SOCKET and _DEBUG. Nothing else in the job reads them (tree.cc's constructor writes
 /// GPUSHARE_TREE, before this runs, when the job's first process has none).
 /// Never fails: errors land in `error`.

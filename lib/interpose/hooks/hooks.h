@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "interpose/compute/launch_queue.h"
 #include "interpose/core/runtime.h"
 
 #define GS_HOOK(symbol, type) \
@@ -28,11 +29,23 @@ const Hook* find_hook(const char* symbol);
 
 /// Prologue of every wrapper: `real` is the driver's own entry point.
 /// Before the driver is loaded this loads it; an entry point the driver
-/// lacks (an older driver) answers CUDA_ERROR_NOT_FOUND.
-#define GS_REAL(symbol)                                                       \
-  if (!::gpushare::interpose::driver_ready()) return CUDA_ERROR_NOT_INITIALIZED; \
-  auto real = ::gpushare::interpose::g_runtime.real.real_##symbol;             \
-  if (real == nullptr) return CUDA_ERROR_NOT_FOUND
+/// lacks (an older driver) answers CUDA_ERROR_NOT_FOUND. With launches in
+/// the launch queue it waits until they reached the driver, so that the
+/// call comes after them (compute/launch_queue.h), and answers the error
+/// one of them met, if any: one relaxed load when the queue is empty.
+#define GS_REAL(symbol) GS_REAL_SLOT(real_##symbol)
+/// The same for a RealDriver slot named in full (a macro that pastes the
+/// name itself, since cuda.h renames some base names).
+#define GS_REAL_SLOT(slot)                                                          \
+  if (!::gpushare::interpose::driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;       \
+  auto real = ::gpushare::interpose::g_runtime.real.slot;                            \
+  if (real == nullptr) return CUDA_ERROR_NOT_FOUND;                                  \
+  if (__builtin_expect(::gpushare::interpose::launch_queue_busy(), 0)) {             \
+    if (CUresult queued_error = ::gpushare::interpose::launch_queue_drain();         \
+        queued_error != CUDA_SUCCESS)                                                \
+      return queued_error;                                                           \
+  }                                                                                  \
+  static_assert(true)
 
 /// Common prologue of wrappers that need the devices: loads the driver and
 /// returns false when it cannot (the wrapper then returns `error`).

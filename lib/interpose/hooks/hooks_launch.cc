@@ -10,14 +10,19 @@
 // kernels: compute/collective.h), timed with two events; telling it costs
 // the others one relaxed load of a process-wide count, which stays 0 in a
 // process that never looked a collective kernel up.
+#include <type_traits>
+
 #include "coord/job/yield.h"
 #include "interpose/hooks/hooks.h"
 #include "interpose/compute/collective.h"
+#include "interpose/compute/launch_queue.h"
 #include "interpose/compute/throttle.h"
 
 using namespace gpushare::interpose;
 
 namespace {
+
+struct KernelStream;
 
 // Everything but the fast path, out of line: loading the driver, a thread's
 // first launch, a disabled interposer, and the gate. It takes exactly the
@@ -32,6 +37,18 @@ __attribute__((noinline)) CUresult slow_launch(Args... args) {
   gpushare::coord::job::yield_mark_busy();
   bool gated = before_launch();
   bool collective = collective_function(Stream::function(args...));
+  // The launch queue (launch_queue.h): a gated cuLaunchKernel is queued
+  // when it can be, and while launches are queued every launch goes after
+  // them, queued too or once they reached the driver.
+  bool queue = gated && g_runtime.settings.launch_queue;
+  if (queue || launch_queue_busy()) {
+    if constexpr (std::is_same_v<Stream, KernelStream> && !PerThread) {
+      if (!collective && launch_queue_push(args...)) return CUDA_SUCCESS;
+    }
+    if (CUresult queued_error = launch_queue_drain(); queued_error != CUDA_SUCCESS) {
+      return queued_error;
+    }
+  }
   if (!gated && !collective) return real(args...);
   CUstream stream = Stream::of(args...);
   LaunchTicket ticket;
@@ -84,7 +101,7 @@ struct GraphStream {
 inline bool launch_fast_path(const void* function) {
   LaunchSlot* slot = t_launch_slot;
   if (slot == nullptr || g_runtime.settings.disabled || gpushare::coord::job::launch_gated() ||
-      collective_function(function))
+      collective_function(function) || launch_queue_busy())
     return false;
   slot->count.store(slot->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   gpushare::coord::job::yield_mark_busy();  // once per iteration a store, else one load

@@ -333,6 +333,37 @@ SIM_EXPORT CUresult cuFuncGetName(const char** name, CUfunction handle) {
   return CUDA_SUCCESS;
 }
 
+// A kernel's arguments, as the real driver describes them (CUDA 12.4):
+// gpushare_spin takes one u64 (its duration), the all-reduce stand-in
+// (u64 bytes, u64 comm, u32 rank, u32 world_size); any other kernel takes
+// none. Past the last argument: CUDA_ERROR_INVALID_VALUE.
+SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction handle, size_t index, size_t* offset,
+                                       size_t* size) {
+  if (CUresult status = enter(); status != CUDA_SUCCESS) return status;
+  if (offset == nullptr || size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  Function* function = lookup_function(handle);
+  if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  static constexpr size_t kCollectiveOffsets[] = {0, 8, 16, 20};
+  static constexpr size_t kCollectiveSizes[] = {8, 8, 4, 4};
+  if (function->kernel.spin && index == 0) {
+    *offset = 0;
+    *size = 8;
+    return CUDA_SUCCESS;
+  }
+  if (function->kernel.collective && index < 4) {
+    *offset = kCollectiveOffsets[index];
+    *size = kCollectiveSizes[index];
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel handle, size_t index, size_t* offset,
+                                         size_t* size) {
+  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(handle), index, offset, size);
+}
+
 SIM_EXPORT CUresult cuKernelGetName(const char** name, CUkernel handle) {
   return cuFuncGetName(name, reinterpret_cast<CUfunction>(handle));
 }

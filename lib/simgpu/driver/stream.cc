@@ -278,6 +278,30 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) {
   return stream_synchronize(stream, true);
 }
 
+namespace {
+
+// The simulator has no graph capture: a valid stream is never capturing.
+CUresult stream_is_capturing(CUstream handle, CUstreamCaptureStatus* status, bool per_thread) {
+  if (CUresult entered = enter(); entered != CUDA_SUCCESS) return entered;
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LocalLock lock;
+  Stream* stream = nullptr;
+  if (CUresult found = stream_for_call(handle, per_thread, &stream); found != CUDA_SUCCESS) {
+    return found;
+  }
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  return stream_is_capturing(stream, status, false);
+}
+SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status) {
+  return stream_is_capturing(stream, status, true);
+}
+
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   return stream_wait_event(stream, event, flags, false);
 }

@@ -20,15 +20,18 @@ done <"$scratch/needed"
 nm -D --undefined-only "$so" >"$scratch/undefined"
 if grep -E 'GLIBCXX|CXXABI|_Z' "$scratch/undefined"; then fail "the interposer uses libstdc++"; fi
 
-nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | sort -u >"$scratch/exported"
+# To a file first: `nm | grep -q` lets grep exit at its first match, and
+# nm, killed by SIGPIPE on a long table, fails the pipeline (pipefail).
+nm -D --defined-only "$so" >"$scratch/defined"
+awk '{print $3}' "$scratch/defined" | sed 's/@.*//' | sort -u >"$scratch/exported"
 while read -r symbol; do
   case $symbol in
     cu* | nvml* | dlsym | GLIBC_* | GPUSHARE_* | gpushare_interpose_driver) ;;
     *) fail "the interposer exports '$symbol'" ;;
   esac
 done <"$scratch/exported"
-nm -D --defined-only "$so" | grep -q ' dlsym@GLIBC_2.2.5$' || fail "dlsym@GLIBC_2.2.5 is not exported"
-nm -D --defined-only "$so" | grep -q ' dlsym@@GLIBC_2.34$' || fail "dlsym@@GLIBC_2.34 is not exported"
+grep -q ' dlsym@GLIBC_2.2.5$' "$scratch/defined" || fail "dlsym@GLIBC_2.2.5 is not exported"
+grep -q ' dlsym@@GLIBC_2.34$' "$scratch/defined" || fail "dlsym@@GLIBC_2.34 is not exported"
 
 audit="$libexec/libgpushare-audit.so"
 [ -f "$audit" ] || fail "$audit is not installed"
