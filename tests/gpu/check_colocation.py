@@ -67,6 +67,10 @@ PAIRS = ["resnet"] if quick else ["resnet", "gpt2", "matmul"]
 if os.environ.get("GPUSHARE_CHECK_PAIRS"):  # a developer's subset (docs/colocation.md)
     PAIRS = [p for p in PAIRS if p in os.environ["GPUSHARE_CHECK_PAIRS"].split(",")]
 PATTERNS = [1] if quick else [1, 5]
+# GPUSHARE_CHECK_LAUNCH_QUEUE=1: the opportunistic jobs under gpushare run
+# with --launch-queue (gpushare-run(1); off by default until a GPU run has
+# shown PyTorch under it: docs/colocation.md).
+LAUNCH_QUEUE = os.environ.get("GPUSHARE_CHECK_LAUNCH_QUEUE", "0") == "1"
 # Windows: each pattern runs for `switch` seconds in turn; a pair window
 # holds two turns of each. Short, so that a full run on a GPU stays near
 # 200 s and the quick one near 70 s (docs/colocation.md). On the simulator
@@ -84,9 +88,11 @@ pair_s = max(2 * switch * len(PATTERNS), 9.6 if ctx.sim else 3.0)
 # that began at production's warm-up, the ramp was half the window and
 # two runs of the same code differed by 0.1 or more.
 loop_settle_s = 1.5
-# Alone, one turn of each pattern on a GPU (its steps are regular), two on
-# the simulator (a loaded machine's are not).
-alone_s = 2 * switch * len(PATTERNS) if ctx.sim else max(switch * len(PATTERNS), 2.0)
+# Alone, one turn of each pattern on a GPU (its steps are regular), four on
+# the simulator (a loaded machine's are not: with two, 1.2 s a pattern,
+# ResNet's job alone read 0.983-1.011 of its plain speed in four runs of
+# the same code, about 24 of its steps).
+alone_s = 4 * switch * len(PATTERNS) if ctx.sim else max(switch * len(PATTERNS), 2.0)
 solo_s = 2.4 if ctx.sim else 1.5
 warmup_s = 0.5 if ctx.sim else 1.0
 settle_s = 0.2
@@ -308,7 +314,9 @@ def timeline(pair, gpushare, startup_allowance_ms):
     tag = f"{pair}-{'gpushare' if gpushare else 'plain'}"
     under = ctx.gpushare_run
     prefix = {"production": under("--production", "--name", "gc-prod") if gpushare else [],
-              "opportunistic": under("--opportunistic", "--name", "gc-opp") if gpushare else []}
+              "opportunistic": under("--opportunistic", "--name", "gc-opp",
+                                     *(["--launch-queue"] if LAUNCH_QUEUE else []))
+              if gpushare else []}
     ctx.progress(f"{tag}: the opportunistic job alone, then production joins")
     first = Job(f"{tag}-opp-first", prefix["opportunistic"], pair, "opportunistic")
     wait_until(f"{tag}: the opportunistic job's first step", lambda: first.records()
@@ -461,7 +469,7 @@ def failures_of(pair, found):
 
 
 measurements = {"jobs": "pytorch" if use_torch else "gpushare-workload", "quick": quick,
-                "sync_patterns": PATTERNS, "jobs_dir": jobs_dir}
+                "sync_patterns": PATTERNS, "jobs_dir": jobs_dir, "launch_queue": LAUNCH_QUEUE}
 failures = []
 for pair in PAIRS:
     measurements[pair] = measure(pair)
