@@ -9,9 +9,8 @@
 // with the GPU, and when production's gap opens it has nothing ready: it
 // fills the gap at Python's pace. On the simulator, a GPT-2 stand-in that
 // behaves so (gpushare-workload --pace host) harvests 0.64-0.74 of what it
-// gets beside the same production job without gpushare; one that had its
-// launches ready harvests 0.78-0.88 (docs/colocation.md, "A stand-in paced
-// by its host").
+// gets beside the same production job without gpushare, and 0.78-0.90
+// with this queue (docs/colocation.md, "A stand-in paced by its host").
 //
 // Order is the whole difficulty. A queued launch has not reached the driver,
 // so anything the process asks of the driver after it must wait until the
