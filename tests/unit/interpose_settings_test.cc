@@ -111,6 +111,16 @@ TEST_CASE("GPUSHARE_SUSPENDABLE turns VMM backing of plain memory on and off", "
   CHECK(std::string(bad.error) == "invalid GPUSHARE_SUSPENDABLE 'yes': expected on or off");
 }
 
+TEST_CASE("GPUSHARE_LAUNCH_QUEUE turns the launch queue on and off", "[interpose]") {
+  CHECK_FALSE(settings_from({}).launch_queue);
+  CHECK_FALSE(settings_from({{"GPUSHARE_LAUNCH_QUEUE", ""}}).launch_queue);
+  CHECK(settings_from({{"GPUSHARE_LAUNCH_QUEUE", "on"}}).launch_queue);
+  CHECK_FALSE(settings_from({{"GPUSHARE_LAUNCH_QUEUE", "off"}}).launch_queue);
+  Settings bad = settings_from({{"GPUSHARE_LAUNCH_QUEUE", "ON"}});
+  CHECK(std::string(bad.error) == "invalid GPUSHARE_LAUNCH_QUEUE 'ON': expected on or off");
+  CHECK_FALSE(bad.launch_queue);
+}
+
 TEST_CASE("GPUSHARE_COMPUTE_TRACE names the compute trace, bounded in length", "[interpose]") {
   CHECK(settings_from({}).compute_trace_path[0] == '\0');
   Settings on = settings_from({{"GPUSHARE_COMPUTE_TRACE", "/tmp/evidence/compute-trace-%p.jsonl"}});

@@ -16,6 +16,20 @@ void copy_bounded(char* destination, std::size_t capacity, const char* source) {
   destination[length] = '\0';
 }
 
+// An on/off variable: unset or empty leaves `field` as it is; anything but
+// "on" or "off" is an invalid setting (false, with the error written).
+bool read_switch(GetEnvFunction getenv, const char* name, bool* field, Settings* settings) {
+  const char* value = getenv(name);
+  if (value == nullptr || *value == '\0') return true;
+  if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
+    *field = std::strcmp(value, "on") == 0;
+    return true;
+  }
+  std::snprintf(settings->error, sizeof settings->error, "invalid %s '%s': expected on or off",
+                name, value);
+  return false;
+}
+
 }  // namespace
 
 void read_settings(GetEnvFunction getenv, Settings* settings) {
@@ -48,34 +62,10 @@ void read_settings(GetEnvFunction getenv, Settings* settings) {
     }
   }
 
-  if (const char* spill = getenv(env::kSpill); spill != nullptr && *spill != '\0') {
-    if (std::strcmp(spill, "on") == 0 || std::strcmp(spill, "off") == 0) {
-      settings->spill = std::strcmp(spill, "on") == 0;
-    } else {
-      std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_SPILL '%s': expected on or off", spill);
-      return;
-    }
-  }
-
-  if (const char* value = getenv(env::kSuspendable); value != nullptr && *value != '\0') {
-    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
-      settings->suspendable = std::strcmp(value, "on") == 0;
-    } else {
-      std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_SUSPENDABLE '%s': expected on or off", value);
-      return;
-    }
-  }
-
-  if (const char* value = getenv(env::kLaunchQueue); value != nullptr && *value != '\0') {
-    if (std::strcmp(value, "on") == 0 || std::strcmp(value, "off") == 0) {
-      settings->launch_queue = std::strcmp(value, "on") == 0;
-    } else {
-      std::snprintf(settings->error, sizeof settings->error,
-                    "invalid GPUSHARE_LAUNCH_QUEUE '%s': expected on or off", value);
-      return;
-    }
+  if (!read_switch(getenv, env::kSpill, &settings->spill, settings) ||
+      !read_switch(getenv, env::kSuspendable, &settings->suspendable, settings) ||
+      !read_switch(getenv, env::kLaunchQueue, &settings->launch_queue, settings)) {
+    return;
   }
 
   if (const char* limit = getenv(env::kMemLimit); limit != nullptr) {
