@@ -22,6 +22,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/clock.h"
 #include "kernels/spin_ptx.h"
 
 namespace gpushare::workload {
@@ -34,11 +35,7 @@ constexpr std::uint64_t kGrowTouchBytes = 1 << 20;
 // microseconds, and a loaded machine's scheduling delays are below it.
 constexpr std::int64_t kBlockedLaunchNs = 100'000;
 
-std::int64_t monotonic_ns() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-}
+std::int64_t monotonic_ns() { return static_cast<std::int64_t>(gpushare::monotonic_ns()); }
 
 std::string cuda_error_name(CUresult result) {
   const char* name = nullptr;
